@@ -1,0 +1,384 @@
+//! Reading a Katalog file: YAML → JSON tree → typed structs → semantic checks, collecting every
+//! problem with its file, line and field path.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+use serde_path_to_error::Segment;
+
+use crate::lines::LineIndex;
+use crate::model::{Katalog, KatalogMeta, KatalogSpec};
+use crate::problem::{Problem, Problems};
+use crate::suggest::closest;
+use crate::validate::{Finding, validate};
+
+/// Orkestra features ork deliberately does not implement, with what to do instead.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    (
+        "onCreate",
+        "Orkestra's generic reconciler; ork runs remote reconcilers: move this logic into the service",
+    ),
+    (
+        "onReconcile",
+        "Orkestra's generic reconciler; ork runs remote reconcilers: move this logic into the service",
+    ),
+    (
+        "onDelete",
+        "Orkestra's generic reconciler; use `remote.finalize: true` and answer finalize calls",
+    ),
+    (
+        "hooks",
+        "Go hooks of Orkestra's generic reconciler; move this logic into the remote service",
+    ),
+    (
+        "constructor",
+        "a compiled Go Reconcile(); ork runs remote reconcilers only",
+    ),
+    (
+        "imports",
+        "Motifs are not supported; inline the resources in the service's answer",
+    ),
+    (
+        "motifs",
+        "Motifs are not supported; inline the resources in the service's answer",
+    ),
+    (
+        "include",
+        "file includes are not supported; keep the block inline",
+    ),
+    (
+        "normalize",
+        "normalization belongs to the generic reconciler; the service sees the CR as stored",
+    ),
+    ("providers", "providers belong to the generic reconciler"),
+    (
+        "templates",
+        "resource templates belong to the generic reconciler; return resources from the service",
+    ),
+    (
+        "resources",
+        "declarative resources belong to the generic reconciler; return them from the service",
+    ),
+    (
+        "profile",
+        "reconcile profiles are not supported; set workers/resync/queue directly",
+    ),
+    (
+        "runtime",
+        "operatorBox.runtime (autoscale, cleanup, finalizers) is not supported; use remote.finalize for deletion logic",
+    ),
+    (
+        "emit",
+        "operatorBox.emit is not supported; return `status`, `conditions` and `events` from the service",
+    ),
+    ("admission", "admission webhooks are not supported by ork"),
+    ("mutation", "mutation webhooks are not supported by ork"),
+    ("conversion", "conversion webhooks are not supported by ork"),
+    ("webhooks", "webhooks are not supported by ork"),
+    ("serve", "serve targets are not supported by ork"),
+    ("enrich", "enrichment is not supported; use observe.cross"),
+    (
+        "mode",
+        "ork always watches custom resources dynamically; typed mode does not apply",
+    ),
+    (
+        "crdFile",
+        "ork does not install CRDs; apply the CRD with kubectl",
+    ),
+    (
+        "crFiles",
+        "ork does not create sample CRs; apply them with kubectl",
+    ),
+    ("setup", "dev-mode setup files are not supported"),
+    (
+        "watch",
+        "observe.watch is not supported; managed children are watched automatically",
+    ),
+    ("events", "observe.events is not supported"),
+    ("external", "external gate calls are not supported"),
+    (
+        "eventAware",
+        "event-aware gates are not supported; events for one object are coalesced",
+    ),
+    (
+        "requeue",
+        "declarative requeue is not supported; answer `result: requeue` with `requeueAfter`",
+    ),
+    (
+        "ignoreStatusPatch",
+        "not supported: ork writes status only when it changed",
+    ),
+    (
+        "ignoreObservedGeneration",
+        "not supported: ork always records observedGeneration",
+    ),
+    (
+        "removeFinalizers",
+        "not supported; ork removes its own finalizer after finalize succeeds",
+    ),
+];
+
+/// Reads and validates a Katalog file (one or several YAML documents).
+///
+/// # Errors
+/// Every problem found, each with file, line, field path and hint; nothing partial is returned.
+pub fn load_file(path: &Path) -> Result<Katalog, Problems> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Problems(vec![Problem {
+            file: path.to_path_buf(),
+            line: None,
+            path: String::new(),
+            message: format!("cannot read file: {e}"),
+            hint: None,
+        }])
+    })?;
+    load_str(&text, path)
+}
+
+/// Parses Katalog text; `file` is only used in messages.
+///
+/// # Errors
+/// As [`load_file`].
+pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
+    let mut problems = Vec::new();
+    let mut merged: Option<Katalog> = None;
+    let mut entry_lines: BTreeMap<String, usize> = BTreeMap::new();
+    for (doc, first_line) in split_documents(text) {
+        if doc.trim().is_empty() {
+            continue;
+        }
+        let lines = LineIndex::build(doc, first_line);
+        let at = |path: &str, message: String, hint: Option<String>| Problem {
+            file: file.to_path_buf(),
+            line: lines.line_of(path).or(Some(first_line)),
+            path: path.to_string(),
+            message,
+            hint,
+        };
+        let value: Value = match serde_saphyr::from_str(doc) {
+            Ok(v) => v,
+            Err(e) => {
+                let line = e.location().map(|l| l.line() as usize + first_line - 1);
+                problems.push(Problem {
+                    file: file.to_path_buf(),
+                    line: line.or(Some(first_line)),
+                    path: String::new(),
+                    message: format!("not valid YAML: {}", first_line_of(&e.to_string())),
+                    hint: None,
+                });
+                continue;
+            }
+        };
+        let Some(katalog) = deserialize_collecting(value, &mut |path, message, hint| {
+            problems.push(at(path, message, hint));
+        }) else {
+            continue;
+        };
+        for Finding {
+            path,
+            message,
+            hint,
+        } in validate(&katalog)
+        {
+            problems.push(at(&path, message, hint));
+        }
+        let merged = merged.get_or_insert_with(|| Katalog {
+            api_version: katalog.api_version.clone(),
+            kind: katalog.kind.clone(),
+            metadata: KatalogMeta {
+                name: katalog.metadata.name.clone(),
+                ..KatalogMeta::default()
+            },
+            spec: KatalogSpec {
+                crds: BTreeMap::new(),
+            },
+        });
+        for (name, entry) in katalog.spec.crds {
+            let path = format!("spec.crds.{name}");
+            if let Some(first) = entry_lines.get(&name) {
+                problems.push(at(
+                    &path,
+                    format!("entry \"{name}\" is declared twice"),
+                    Some(format!("the first declaration is on line {first}")),
+                ));
+                continue;
+            }
+            entry_lines.insert(name.clone(), lines.line_of(&path).unwrap_or(first_line));
+            merged.spec.crds.insert(name, entry);
+        }
+    }
+    match merged {
+        Some(k) if problems.is_empty() => Ok(k),
+        None if problems.is_empty() => Err(Problems(vec![Problem {
+            file: file.to_path_buf(),
+            line: None,
+            path: String::new(),
+            message: "the file holds no Katalog document".into(),
+            hint: Some(
+                "start with `apiVersion: orkestra.orkspace.io/v1` and `kind: Katalog`".into(),
+            ),
+        }])),
+        _ => Err(Problems(problems)),
+    }
+}
+
+/// Splits on `---` lines; yields each document with the file line it starts on.
+fn split_documents(text: &str) -> Vec<(&str, usize)> {
+    let mut docs = Vec::new();
+    let mut start = 0;
+    let mut start_line = 1;
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if line.trim_end() == "---" || line.starts_with("--- ") {
+            docs.push((&text[start..offset], start_line));
+            start = offset + line.len();
+            start_line = i + 2;
+        }
+        offset += line.len();
+    }
+    docs.push((&text[start..], start_line));
+    docs
+}
+
+/// Deserialises into [`Katalog`], reporting every unknown field and unknown enum value (each is
+/// removed and deserialisation retried), then the first other type error.
+fn deserialize_collecting(
+    mut value: Value,
+    report: &mut dyn FnMut(&str, String, Option<String>),
+) -> Option<Katalog> {
+    let mut clean = true;
+    // Each round removes one offending node, so the loop ends; the bound guards pathological input.
+    for _ in 0..200 {
+        match serde_path_to_error::deserialize::<_, Katalog>(value.clone()) {
+            Ok(k) => return clean.then_some(k),
+            Err(err) => {
+                let segments: Vec<Segment> = err.path().iter().cloned().collect();
+                let path = render_path(&segments);
+                let message = err.inner().to_string();
+                if let Some((name, expected)) = parse_unknown(&message, "unknown field `") {
+                    let (msg, hint) = match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                        Some((_, why)) => (
+                            format!("\"{name}\" is not supported by ork"),
+                            Some((*why).to_string()),
+                        ),
+                        None => (
+                            format!("unknown field \"{name}\""),
+                            hint_for(&name, &expected),
+                        ),
+                    };
+                    report(&path, msg, hint);
+                } else if let Some((name, expected)) = parse_unknown(&message, "unknown variant `")
+                {
+                    report(
+                        &path,
+                        format!("unknown value \"{name}\""),
+                        hint_for(&name, &expected),
+                    );
+                } else {
+                    report(&path, tidy(&message), type_hint(&message));
+                    return None;
+                }
+                clean = false;
+                if !remove_at(&mut value, &segments) {
+                    return None;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// From "unknown field `x`, expected one of `a`, `b`" → ("x", ["a", "b"]).
+fn parse_unknown(message: &str, prefix: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix(prefix)?;
+    let end = rest.find('`')?;
+    let name = rest[..end].to_string();
+    let expected = rest[end + 1..]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    Some((name, expected))
+}
+
+fn hint_for(name: &str, expected: &[String]) -> Option<String> {
+    if expected.is_empty() {
+        return Some("this block takes no fields".into());
+    }
+    let names: Vec<&str> = expected.iter().map(String::as_str).collect();
+    Some(match closest(name, names.iter().copied()) {
+        Some(best) => format!("did you mean \"{best}\"?"),
+        None => format!("expected one of: {}", names.join(", ")),
+    })
+}
+
+fn type_hint(message: &str) -> Option<String> {
+    if message.contains("did not match any variant of untagged enum DependsOn") {
+        return Some("write a list of entry names or a map name: started|healthy".into());
+    }
+    if message.starts_with("missing field `default`") {
+        return Some("add `default: false`".into());
+    }
+    None
+}
+
+fn tidy(message: &str) -> String {
+    message
+        .replace(
+            "data did not match any variant of untagged enum DependsOn",
+            "invalid dependsOn",
+        )
+        .replace('`', "\"")
+}
+
+fn first_line_of(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+fn render_path(segments: &[Segment]) -> String {
+    let mut out = String::new();
+    for seg in segments {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// Removes the node at `segments` from `value`; false if the path does not lead anywhere.
+fn remove_at(value: &mut Value, segments: &[Segment]) -> bool {
+    let Some((last, parents)) = segments.split_last() else {
+        return false;
+    };
+    let mut node = value;
+    for seg in parents {
+        node = match (seg, node) {
+            (Segment::Map { key }, Value::Object(m)) => match m.get_mut(key) {
+                Some(n) => n,
+                None => return false,
+            },
+            (Segment::Seq { index }, Value::Array(a)) => match a.get_mut(*index) {
+                Some(n) => n,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match (last, node) {
+        (Segment::Map { key }, Value::Object(m)) => m.remove(key).is_some(),
+        (Segment::Seq { index }, Value::Array(a)) if *index < a.len() => {
+            a.remove(*index);
+            true
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,288 @@
+//! Each broken Katalog names the file, line and field of its problem, with a hint.
+
+use std::path::Path;
+
+use ork_katalog::{Problem, load_str};
+
+const VALID: &str = include_str!("../../../examples/webapp/katalog.yaml");
+
+fn problems(yaml: &str) -> Vec<Problem> {
+    load_str(yaml, Path::new("k.yaml"))
+        .expect_err("this Katalog is broken")
+        .0
+}
+
+/// The example with `from` replaced by `to` (exactly once).
+fn broken(from: &str, to: &str) -> String {
+    assert_eq!(VALID.matches(from).count(), 1, "{from:?} must occur once");
+    VALID.replace(from, to)
+}
+
+fn line_of(yaml: &str, needle: &str) -> usize {
+    yaml.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .expect("needle is in the yaml")
+}
+
+fn only(problems: &[Problem]) -> &Problem {
+    assert_eq!(problems.len(), 1, "expected one problem, got {problems:#?}");
+    &problems[0]
+}
+
+const REMOTE: &str = "spec.crds.webapp.operatorBox.reconcile.remote";
+
+#[test]
+fn the_example_is_valid() {
+    let k = load_str(VALID, Path::new("k.yaml")).expect("example is valid");
+    assert_eq!(k.spec.crds.len(), 1);
+}
+
+#[test]
+fn unknown_field_names_line_path_and_suggestion() {
+    let yaml = broken("timeout: 10s", "timout: 10s");
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert_eq!(p.path, format!("{REMOTE}.timout"));
+    assert_eq!(p.line, Some(line_of(&yaml, "timout")));
+    assert_eq!(p.hint.as_deref(), Some("did you mean \"timeout\"?"));
+    assert!(
+        p.to_string()
+            .starts_with(&format!("k.yaml:{}: ", line_of(&yaml, "timout")))
+    );
+}
+
+#[test]
+fn every_unknown_field_is_reported_not_just_the_first() {
+    let yaml = broken("timeout: 10s", "timout: 10s\n            retries: 3")
+        .replace("workers: 2", "wokers: 2");
+    let paths: Vec<String> = problems(&yaml).into_iter().map(|p| p.path).collect();
+    assert_eq!(paths.len(), 3, "{paths:?}");
+    assert!(paths.contains(&format!("{REMOTE}.retries")));
+    assert!(paths.contains(&"spec.crds.webapp.operatorBox.reconcile.wokers".to_string()));
+}
+
+#[test]
+fn missing_default_false_next_to_remote() {
+    let yaml = broken("          default: false\n", "");
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert_eq!(p.path, REMOTE);
+    assert!(p.message.contains("`default: false` is required"));
+    assert_eq!(p.line, Some(line_of(&yaml, "remote:")));
+}
+
+#[test]
+fn default_true_with_remote_points_at_default() {
+    let yaml = broken("default: false", "default: true");
+    let p = problems(&yaml);
+    assert_eq!(only(&p).line, Some(line_of(&yaml, "default: true")));
+}
+
+#[test]
+fn missing_endpoint() {
+    let yaml = broken(
+        "            endpoint: \"http://127.0.0.1:8025/reconcile\"\n",
+        "",
+    );
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert_eq!(p.path, format!("{REMOTE}.endpoint"));
+    assert_eq!(p.message, "reconcile.remote.endpoint is required");
+    assert_eq!(p.line, Some(line_of(&yaml, "remote:")));
+}
+
+#[test]
+fn bad_duration() {
+    let yaml = broken("timeout: 10s", "timeout: ten seconds");
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert_eq!(p.path, format!("{REMOTE}.timeout"));
+    assert!(
+        p.message.contains("invalid duration \"ten seconds\""),
+        "{}",
+        p.message
+    );
+    assert_eq!(p.line, Some(line_of(&yaml, "ten seconds")));
+}
+
+#[test]
+fn bad_template_in_endpoint_and_args() {
+    let yaml = broken(
+        "environment: \"{{ .spec.environment | default \\\"dev\\\" }}\"",
+        "environment: \"{{ .spec.environment | dflt \\\"dev\\\" }}\"",
+    );
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert_eq!(p.path, format!("{REMOTE}.args.environment"));
+    assert!(
+        p.message.contains("function \"dflt\" not defined"),
+        "{}",
+        p.message
+    );
+    assert_eq!(p.line, Some(line_of(&yaml, "dflt")));
+
+    let yaml = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "endpoint: \"http://{{ .spec.host /reconcile\"",
+    );
+    let p = problems(&yaml);
+    assert!(only(&p).message.contains("invalid template"));
+    assert_eq!(only(&p).path, format!("{REMOTE}.endpoint"));
+}
+
+#[test]
+fn auth_with_both_or_neither_source() {
+    let both = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            auth:\n              env: TOKEN\n              secretRef: {name: s, key: k}\n",
+    );
+    let p = problems(&both);
+    assert_eq!(only(&p).path, format!("{REMOTE}.auth"));
+    assert!(only(&p).message.contains("exactly one of secretRef or env"));
+    assert_eq!(only(&p).line, Some(line_of(&both, "auth:")));
+
+    let neither = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            auth:\n              header: X-Key\n",
+    );
+    let p = problems(&neither);
+    assert!(only(&p).message.contains("exactly one of secretRef or env"));
+}
+
+#[test]
+fn unknown_sentinel_and_operator() {
+    let yaml = broken(
+        "sentinels: [generationChanged]",
+        "sentinels: [generationChange]",
+    );
+    let p = problems(&yaml);
+    assert_eq!(
+        only(&p).path,
+        "spec.crds.webapp.operatorBox.preReconcile.sentinels[0]"
+    );
+    assert_eq!(
+        only(&p).hint.as_deref(),
+        Some("did you mean \"generationChanged\"?")
+    );
+    assert_eq!(only(&p).line, Some(line_of(&yaml, "generationChange]")));
+
+    let yaml = broken("operator: exists", "operator: exist");
+    let p = problems(&yaml);
+    assert_eq!(
+        only(&p).path,
+        "spec.crds.webapp.operatorBox.validation.rules[0].operator"
+    );
+    assert_eq!(only(&p).hint.as_deref(), Some("did you mean \"exists\"?"));
+    assert_eq!(only(&p).line, Some(line_of(&yaml, "operator: exist")));
+}
+
+#[test]
+fn sentinel_used_in_a_gate_must_be_declared() {
+    let yaml = broken(
+        "sentinels: [generationChanged]",
+        "sentinels: [generationChanged]\n          enqueueGate:\n            when:\n              - sentinel: labelsChanged",
+    );
+    let p = problems(&yaml);
+    assert!(
+        only(&p)
+            .message
+            .contains("sentinel \"labelsChanged\" is not declared")
+    );
+    assert_eq!(
+        only(&p).line,
+        Some(line_of(&yaml, "- sentinel: labelsChanged"))
+    );
+}
+
+#[test]
+fn duplicate_managed_resources() {
+    let yaml = broken(
+        "              - {group: \"\", version: v1, plural: services, kind: Service}\n",
+        "              - {group: \"\", version: v1, plural: services, kind: Service}\n              - {group: apps, plural: deployments}\n",
+    );
+    let p = problems(&yaml);
+    assert_eq!(only(&p).path, format!("{REMOTE}.managedResources[2]"));
+    assert!(
+        only(&p)
+            .message
+            .contains("duplicate managed resource apps/deployments")
+    );
+    assert_eq!(
+        only(&p).line,
+        Some(line_of(&yaml, "{group: apps, plural: deployments}"))
+    );
+}
+
+#[test]
+fn unsupported_orkestra_features_are_named() {
+    let yaml = broken(
+        "          default: false\n",
+        "          default: false\n          onCreate: []\n",
+    );
+    let p = problems(&yaml);
+    assert_eq!(only(&p).message, "\"onCreate\" is not supported by ork");
+    assert_eq!(only(&p).line, Some(line_of(&yaml, "onCreate")));
+
+    let yaml = broken(
+        "          default: false\n",
+        "          default: false\n          hooks: {}\n",
+    );
+    assert_eq!(
+        only(&problems(&yaml)).message,
+        "\"hooks\" is not supported by ork"
+    );
+}
+
+#[test]
+fn type_errors_name_the_field() {
+    let yaml = broken("workers: 2", "workers: many");
+    let p = problems(&yaml);
+    assert_eq!(
+        only(&p).path,
+        "spec.crds.webapp.operatorBox.reconcile.workers"
+    );
+    assert_eq!(only(&p).line, Some(line_of(&yaml, "workers: many")));
+}
+
+#[test]
+fn yaml_syntax_error_has_a_line() {
+    let yaml = broken("workers: 2", "workers: [2");
+    let p = problems(&yaml);
+    assert!(
+        only(&p).message.starts_with("not valid YAML"),
+        "{}",
+        only(&p).message
+    );
+    assert!(only(&p).line.is_some());
+}
+
+#[test]
+fn multi_entry_and_multi_document_katalogs() {
+    let second = VALID
+        .replace("    webapp:", "    worker:")
+        .replace("kind: WebApp", "kind: Worker")
+        .replace("plural: webapps", "plural: workers");
+    let two_docs = format!("{VALID}---\n{second}");
+    let k = load_str(&two_docs, Path::new("k.yaml")).expect("two documents are valid");
+    assert_eq!(k.spec.crds.keys().collect::<Vec<_>>(), ["webapp", "worker"]);
+
+    let dup = format!("{VALID}---\n{VALID}");
+    let p = problems(&dup);
+    assert!(only(&p).message.contains("declared twice"));
+    assert!(only(&p).line.expect("line") > VALID.lines().count());
+}
+
+#[test]
+fn unknown_dependency_and_cross_entry() {
+    let yaml = broken(
+        "      description:",
+        "      dependsOn: [databse]\n      description:",
+    );
+    let p = problems(&yaml);
+    assert!(
+        only(&p)
+            .message
+            .contains("\"databse\", which is not an entry")
+    );
+}
