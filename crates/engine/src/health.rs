@@ -1,0 +1,139 @@
+//! Per-entry health (SPEC §3.6): totals, consecutive failures, state, degraded at a threshold.
+
+use ork_protocol::HealthSummary;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum State {
+    Pending,
+    Healthy,
+    Degraded,
+    Gated,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Healthy => "healthy",
+            State::Degraded => "degraded",
+            State::Gated => "gated",
+        }
+    }
+}
+
+/// The health of one Katalog entry, as served at `/katalog/{entry}/health` and stamped on CRs.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub state: State,
+    pub total_reconciles: u64,
+    pub failed_reconciles: u64,
+    pub consecutive_fails: u32,
+    pub error_rate_percent: f64,
+    pub last_error: Option<String>,
+    pub last_reconcile: Option<String>,
+    pub gated_reason: Option<String>,
+    #[serde(skip)]
+    failure_threshold: u32,
+}
+
+impl Health {
+    pub fn new(failure_threshold: u32) -> Self {
+        Health {
+            state: State::Pending,
+            total_reconciles: 0,
+            failed_reconciles: 0,
+            consecutive_fails: 0,
+            error_rate_percent: 0.0,
+            last_error: None,
+            last_reconcile: None,
+            gated_reason: None,
+            failure_threshold: failure_threshold.max(1),
+        }
+    }
+
+    pub fn record_success(&mut self, now: &str) {
+        self.total_reconciles += 1;
+        self.consecutive_fails = 0;
+        self.state = State::Healthy;
+        self.gated_reason = None;
+        self.last_reconcile = Some(now.to_string());
+        self.update_rate();
+    }
+
+    pub fn record_failure(&mut self, error: &str, now: &str) {
+        self.total_reconciles += 1;
+        self.failed_reconciles += 1;
+        self.consecutive_fails += 1;
+        self.last_error = Some(error.to_string());
+        self.last_reconcile = Some(now.to_string());
+        self.gated_reason = None;
+        if self.consecutive_fails >= self.failure_threshold {
+            self.state = State::Degraded;
+        } else if self.state == State::Gated {
+            self.state = State::Pending;
+        }
+        self.update_rate();
+    }
+
+    /// A gated object is not a failure; the entry shows `gated` until the next reconcile.
+    pub fn record_gated(&mut self, reason: &str) {
+        if self.state != State::Degraded {
+            self.state = State::Gated;
+        }
+        self.gated_reason = Some(reason.to_string());
+    }
+
+    /// Served as 200 (healthy, pending, gated) or 503 (degraded).
+    pub fn is_serving(&self) -> bool {
+        self.state != State::Degraded
+    }
+
+    pub fn summary(&self) -> HealthSummary {
+        HealthSummary {
+            state: self.state.as_str().to_string(),
+            consecutive_fails: self.consecutive_fails,
+            error_rate_percent: self.error_rate_percent,
+        }
+    }
+
+    fn update_rate(&mut self) {
+        self.error_rate_percent = if self.total_reconciles == 0 {
+            0.0
+        } else {
+            (self.failed_reconciles as f64 * 1000.0 / self.total_reconciles as f64).round() / 10.0
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn degraded_at_threshold_and_healthy_after_success() {
+        let mut h = Health::new(3);
+        assert_eq!(h.state, State::Pending);
+        h.record_failure("boom", "t1");
+        h.record_failure("boom", "t2");
+        assert_eq!(h.state, State::Pending);
+        h.record_failure("boom", "t3");
+        assert_eq!(h.state, State::Degraded);
+        assert!(!h.is_serving());
+        h.record_success("t4");
+        assert_eq!(h.state, State::Healthy);
+        assert_eq!(h.consecutive_fails, 0);
+        assert_eq!(h.error_rate_percent, 75.0);
+    }
+
+    #[test]
+    fn gated_is_not_a_failure() {
+        let mut h = Health::new(1);
+        h.record_gated("paused");
+        assert_eq!(h.state, State::Gated);
+        assert_eq!(h.failed_reconciles, 0);
+        assert!(h.is_serving());
+    }
+}
