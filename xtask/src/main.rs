@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         ["cluster", "up"] => cluster::up().map(|_| ()),
         ["cluster", "down"] => cluster::down(),
         ["cluster", "status"] => cluster::status(),
-        ["demo"] => demo::run(),
+        ["demo"] => demo::run_demo(),
         ["test", rest @ ..] => test(rest),
         _ => {
             eprintln!(
@@ -59,7 +59,7 @@ fn test(extra: &[&str]) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> String {
+pub(crate) fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 

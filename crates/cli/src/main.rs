@@ -1,1 +1,8 @@
-fn main() {}
+//! `ork`: the remote reconciler runtime. See `cli.rs` for the commands.
+
+mod cli;
+mod validate;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -247,11 +247,11 @@ fn deserialize_collecting(
     mut value: Value,
     report: &mut dyn FnMut(&str, String, Option<String>),
 ) -> Option<Katalog> {
-    let mut clean = true;
     // Each round removes one offending node, so the loop ends; the bound guards pathological input.
     for _ in 0..200 {
         match serde_path_to_error::deserialize::<_, Katalog>(value.clone()) {
-            Ok(k) => return clean.then_some(k),
+            // Unknown fields were reported and removed: still check the rest semantically.
+            Ok(k) => return Some(k),
             Err(err) => {
                 let segments: Vec<Segment> = err.path().iter().cloned().collect();
                 let path = render_path(&segments);
@@ -279,7 +279,6 @@ fn deserialize_collecting(
                     report(&path, tidy(&message), type_hint(&message));
                     return None;
                 }
-                clean = false;
                 if !remove_at(&mut value, &segments) {
                     return None;
                 }

@@ -399,7 +399,7 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
         }
     }
     if let Some(rl) = &remote.rate_limit
-        && (!(rl.qps > 0.0) || rl.burst == 0)
+        && (rl.qps.is_nan() || rl.qps <= 0.0 || rl.burst == 0)
     {
         f.add(
             format!("{rp}.rateLimit"),

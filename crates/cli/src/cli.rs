@@ -1,0 +1,34 @@
+//! Command-line parsing and dispatch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ork",
+    version,
+    about = "Kubernetes operators whose reconcile logic is an HTTP endpoint"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a Katalog and print one line per entry; every problem with file, line and field.
+    Validate {
+        /// The Katalog file.
+        #[arg(short = 'k', long = "katalog")]
+        katalog: PathBuf,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Validate { katalog } => crate::validate::run(&katalog),
+    }
+}
