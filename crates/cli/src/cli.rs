@@ -24,11 +24,32 @@ enum Command {
         #[arg(short = 'k', long = "katalog")]
         katalog: PathBuf,
     },
+    /// Run the remote reconcilers of a Katalog against the cluster.
+    Run {
+        /// The Katalog file.
+        #[arg(short = 'k', long = "katalog")]
+        katalog: PathBuf,
+        /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context to use.
+        #[arg(long)]
+        context: Option<String>,
+        /// Log as JSON lines instead of text.
+        #[arg(long)]
+        log_json: bool,
+    },
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
+        Command::Run {
+            katalog,
+            kubeconfig,
+            context,
+            log_json,
+        } => crate::run::run(&katalog, kubeconfig, context, log_json),
     }
 }

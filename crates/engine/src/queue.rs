@@ -132,6 +132,10 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         self.ready.len()
     }
 
+    pub fn is_in_flight(&self, key: &K) -> bool {
+        self.in_flight.contains(key)
+    }
+
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
     }

@@ -1,0 +1,116 @@
+//! Resolving the CR type and the managed child types through API discovery.
+
+use std::time::Duration;
+
+use kube::Client;
+use kube::discovery::{ApiResource, Discovery, Scope};
+use ork_katalog::{ApiTypes, ManagedResource};
+use ork_protocol::ManagedType;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    #[error("discovery failed: {0}")]
+    Api(#[from] kube::Error),
+    #[error("{group}/{plural} is not served by the API server (is its CRD installed?)")]
+    NotServed { group: String, plural: String },
+}
+
+/// A resolved child type: the protocol's view plus the API resource to call.
+#[derive(Clone, Debug)]
+pub struct ChildType {
+    pub managed: ManagedType,
+    pub resource: ApiResource,
+}
+
+/// Finds `group`/`plural` (at `version` if given, else the preferred version).
+async fn find(
+    client: &Client,
+    group: &str,
+    version: Option<&str>,
+    plural: &str,
+) -> Result<Option<(ApiResource, bool)>, DiscoveryError> {
+    let discovery = Discovery::new(client.clone())
+        .filter(&[group])
+        .run()
+        .await?;
+    for g in discovery.groups() {
+        if g.name() != group {
+            continue;
+        }
+        let versions: Vec<String> = match version {
+            Some(v) => vec![v.to_string()],
+            None => {
+                let mut vs = vec![g.preferred_version_or_latest().to_string()];
+                vs.extend(g.versions().map(str::to_string));
+                vs
+            }
+        };
+        for v in versions {
+            for (ar, caps) in g.versioned_resources(&v) {
+                if ar.plural == plural {
+                    return Ok(Some((ar, caps.scope == Scope::Namespaced)));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Waits (logging every 10 s) until the CR type is served: a CRD applied after ork starts is
+/// picked up instead of failing or hot-looping.
+///
+/// # Errors
+/// Discovery errors other than "not there yet".
+pub async fn wait_for_cr_type(
+    client: &Client,
+    t: &ApiTypes,
+    entry: &str,
+) -> Result<ApiResource, DiscoveryError> {
+    let mut waited = 0u64;
+    loop {
+        if let Some((ar, _)) = find(client, &t.group, Some(&t.version), &t.plural).await? {
+            return Ok(ar);
+        }
+        if waited % 10 == 0 {
+            tracing::info!(entry, group = %t.group, plural = %t.plural, "waiting for the CRD to be established");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        waited += 1;
+    }
+}
+
+/// Resolves every managed resource of an entry.
+///
+/// # Errors
+/// A managed type the API server does not serve.
+pub async fn resolve_managed(
+    client: &Client,
+    managed: &[ManagedResource],
+) -> Result<Vec<ChildType>, DiscoveryError> {
+    let mut out = Vec::new();
+    for m in managed {
+        let (ar, namespaced) = find(client, &m.group, m.version.as_deref(), &m.plural)
+            .await?
+            .ok_or_else(|| DiscoveryError::NotServed {
+                group: if m.group.is_empty() {
+                    "core".into()
+                } else {
+                    m.group.clone()
+                },
+                plural: m.plural.clone(),
+            })?;
+        out.push(ChildType {
+            managed: ManagedType {
+                group: m.group.clone(),
+                version: ar.version.clone(),
+                kind: ar.kind.clone(),
+                plural: m.plural.clone(),
+                namespaced,
+                namespaces: m.namespaces.clone(),
+                cluster_scoped: m.cluster_scoped,
+            },
+            resource: ar,
+        });
+    }
+    Ok(out)
+}
