@@ -447,7 +447,7 @@ async fn watch_children(shared: Arc<Shared>, index: usize) {
                 if initial || st.own_rvs.contains(&rv) || !changed {
                     continue;
                 }
-                tracing::info!(kind = %t.managed.kind, child = %obj.name_any(), %owner, "child changed; reconciling its owner");
+                tracing::debug!(kind = %t.managed.kind, child = %obj.name_any(), %owner, "child changed; reconciling its owner");
                 if st.crs.contains_key(&owner) && st.trigger(owner, rv, Reason::Child) {
                     shared.wake.notify_one();
                 }
