@@ -18,12 +18,15 @@ use tokio::net::TcpListener;
 const CRD: &str = include_str!("../../../examples/webapp/crd.yaml");
 const WAIT: Duration = Duration::from_secs(30);
 
+/// How the fake service answers a request: HTTP status and body.
+type Answer = Box<dyn Fn(&Value) -> (u16, String) + Send>;
+
 /// A scripted reconcile service: answers every POST with `answer(request)`, records requests.
 #[derive(Clone)]
 struct FakeService {
     url: String,
     calls: Arc<Mutex<Vec<Value>>>,
-    answer: Arc<Mutex<Box<dyn Fn(&Value) -> (u16, String) + Send>>>,
+    answer: Arc<Mutex<Answer>>,
 }
 
 impl FakeService {

@@ -71,7 +71,7 @@ pub async fn wait_for_cr_type(
         if let Some((ar, _)) = find(client, &t.group, Some(&t.version), &t.plural).await? {
             return Ok(ar);
         }
-        if waited % 10 == 0 {
+        if waited.is_multiple_of(10) {
             tracing::info!(entry, group = %t.group, plural = %t.plural, "waiting for the CRD to be established");
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
