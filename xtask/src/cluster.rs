@@ -113,7 +113,7 @@ pub fn up() -> Result<bool> {
                 dir.join("sa.key").display()
             ))
             .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            .arg("--service-cluster-ip-range=10.0.0.0/16")
             .arg("--advertise-address=127.0.0.1")
             .arg("--max-requests-inflight=1000")
             .arg("--max-mutating-requests-inflight=500")
