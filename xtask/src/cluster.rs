@@ -138,6 +138,8 @@ pub fn up() -> Result<bool> {
             .arg("--leader-elect=false")
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--secure-port={kcm_port}"))
+            // No insecure port (10252 by default in 1.20): two clusters on one machine must not clash.
+            .arg("--port=0")
             .arg("--kube-api-qps=100")
             .arg("--kube-api-burst=200"),
     )?;

@@ -279,6 +279,14 @@ async fn create_applies_owned_children_once_and_an_edit_calls_once_more() -> Res
     .await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(svc.calls(), 2, "exactly one more call for a spec edit");
+
+    // Deleting the CR garbage-collects its children through the owner references.
+    api.delete("web", &Default::default()).await?;
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
+    wait_for("the Deployment garbage-collected", WAIT, || async {
+        matches!(deployments.get_opt("web").await, Ok(None)).then_some(())
+    })
+    .await?;
     Ok(())
 }
 
