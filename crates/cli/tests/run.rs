@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Event, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
-use ork_test_support::{TestNamespace, apply_yaml, client, resolve, wait_for};
+use ork_test_support::{TestNamespace, apply_yaml, client, field_managers, resolve, wait_for};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -216,14 +216,42 @@ async fn wait_ready(api: &Api<DynamicObject>, name: &str, want: &str) -> Result<
     .await
 }
 
+/// The example answer's WebApp "web" created and reconciled to Ready=True.
+struct Ready {
+    svc: FakeService,
+    ns: TestNamespace,
+    client: Client,
+    api: Api<DynamicObject>,
+    _ork: Ork,
+}
+
+impl Ready {
+    async fn web() -> Result<Ready> {
+        let svc = FakeService::start(webapp_answer).await?;
+        let ns = TestNamespace::create(&client().await?).await?;
+        let (client, ork) = start(&ns, &svc).await?;
+        create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+        let api = webapps(&client, &ns.name).await?;
+        wait_ready(&api, "web", "True").await?;
+        Ok(Ready {
+            svc,
+            ns,
+            client,
+            api,
+            _ork: ork,
+        })
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_applies_owned_children_once_and_an_edit_calls_once_more() -> Result<()> {
-    let svc = FakeService::start(webapp_answer).await?;
-    let ns = TestNamespace::create(&client().await?).await?;
-    let (client, _ork) = start(&ns, &svc).await?;
-    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
-    let api = webapps(&client, &ns.name).await?;
-    wait_ready(&api, "web", "True").await?;
+    let Ready {
+        svc,
+        ns,
+        client,
+        api,
+        _ork,
+    } = Ready::web().await?;
 
     let deploy = Api::<Deployment>::namespaced(client.clone(), &ns.name)
         .get("web")
@@ -233,13 +261,7 @@ async fn create_applies_owned_children_once_and_an_edit_calls_once_more() -> Res
         (owner.kind.as_str(), owner.controller),
         ("WebApp", Some(true))
     );
-    let managers: Vec<String> = deploy
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
+    let managers = field_managers(&deploy.metadata);
     assert!(
         managers.contains(&"orkestra-remote".to_string()),
         "{managers:?}"
@@ -365,12 +387,13 @@ async fn service_errors_are_recorded_retried_and_recover() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_child_is_pruned_and_hand_edited_child_is_restored() -> Result<()> {
-    let svc = FakeService::start(webapp_answer).await?;
-    let ns = TestNamespace::create(&client().await?).await?;
-    let (client, _ork) = start(&ns, &svc).await?;
-    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
-    let api = webapps(&client, &ns.name).await?;
-    wait_ready(&api, "web", "True").await?;
+    let Ready {
+        svc,
+        ns,
+        client,
+        api,
+        _ork,
+    } = Ready::web().await?;
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
 
     // Someone scales the Deployment by hand: the owner is reconciled and the service's answer wins.

@@ -210,3 +210,12 @@ pub async fn resolve(
     }
     bail!("the API server does not serve {gvk:?}")
 }
+
+/// The field managers recorded on an object (who wrote which fields, server-side apply).
+pub fn field_managers(meta: &kube::core::ObjectMeta) -> Vec<String> {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect()
+}

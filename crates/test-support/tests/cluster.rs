@@ -6,7 +6,7 @@ use futures::StreamExt;
 use kube::api::Api;
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
-use ork_test_support::{TestNamespace, apply_yaml, client, resolve};
+use ork_test_support::{TestNamespace, apply_yaml, client, field_managers, resolve};
 
 const CRD: &str = include_str!("../../../examples/webapp/crd.yaml");
 const CR: &str = include_str!("../../../examples/webapp/cr.yaml");
@@ -37,13 +37,7 @@ async fn crd_established_cr_applied_and_seen_by_a_watcher() -> anyhow::Result<()
     .await?
     .expect("the watcher saw the CR");
     assert_eq!(obj.data["spec"]["image"], "nginx:1.27");
-    let managers: Vec<String> = obj
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
+    let managers = field_managers(&obj.metadata);
     assert!(managers.contains(&"ork-test".to_string()), "{managers:?}");
     Ok(())
 }
