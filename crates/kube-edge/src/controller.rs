@@ -36,6 +36,8 @@ pub struct RunOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    #[error("the HTTP client for reconcile calls: {0}")]
+    Transport(String),
     #[error("entry {entry}: {message}")]
     Entry { entry: String, message: String },
 }
@@ -45,10 +47,7 @@ pub enum RunError {
 /// # Errors
 /// An entry that cannot start (unresolvable managed type, missing credential).
 pub async fn run(client: Client, katalog: Katalog, options: RunOptions) -> Result<(), RunError> {
-    let transport = HttpTransport::new().map_err(|e| RunError::Entry {
-        entry: "*".into(),
-        message: e.to_string(),
-    })?;
+    let transport = HttpTransport::new().map_err(|e| RunError::Transport(e.to_string()))?;
     let mut tasks = tokio::task::JoinSet::new();
     for (name, entry) in katalog.spec.crds {
         if !entry.enabled {
@@ -336,16 +335,20 @@ async fn watch_crs(shared: Arc<Shared>) {
                 {
                     continue;
                 }
-                let current = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                let prev_value = previous.as_ref().and_then(|p| serde_json::to_value(p).ok());
-                let s = sentinels(&declared, prev_value.as_ref(), &current);
-                if let Some(gate) = &shared.enqueue_gate
-                    && let Err(reason) = gate.evaluate(&gate_context(&current, &st.health), &s)
-                {
-                    tracing::debug!(%key, %reason, "enqueue gate closed");
-                    continue;
+                // Sentinels and the enqueue gate need JSON of both versions; skip that work
+                // for the common entry that declares neither.
+                if !declared.is_empty() || shared.enqueue_gate.is_some() {
+                    let current = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let prev_value = previous.as_ref().and_then(|p| serde_json::to_value(p).ok());
+                    let s = sentinels(&declared, prev_value.as_ref(), &current);
+                    if let Some(gate) = &shared.enqueue_gate
+                        && let Err(reason) = gate.evaluate(&gate_context(&current, &st.health), &s)
+                    {
+                        tracing::debug!(%key, %reason, "enqueue gate closed");
+                        continue;
+                    }
+                    st.sentinels.insert(key.clone(), s);
                 }
-                st.sentinels.insert(key.clone(), s);
                 let reason = if previous.is_none() {
                     Reason::Create
                 } else {
