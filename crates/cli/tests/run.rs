@@ -1,7 +1,7 @@
 //! `ork run` against the local cluster and a scripted reconcile service on 127.0.0.1.
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -10,132 +10,55 @@ use k8s_openapi::api::core::v1::{Event, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
+use ork_test_support::fake_service::{FakeService, Reply};
 use ork_test_support::{TestNamespace, apply_yaml, client, field_managers, resolve, wait_for};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 const CRD: &str = include_str!("../../../examples/webapp/crd.yaml");
 const WAIT: Duration = Duration::from_secs(30);
 
-/// How the fake service answers a request: HTTP status and body.
-type Answer = Box<dyn Fn(&Value) -> (u16, String) + Send>;
-
-/// A scripted reconcile service: answers every POST with `answer(request)`, records requests.
-#[derive(Clone)]
-struct FakeService {
-    url: String,
-    calls: Arc<Mutex<Vec<Value>>>,
-    answer: Arc<Mutex<Answer>>,
-}
-
-impl FakeService {
-    async fn start(
-        answer: impl Fn(&Value) -> (u16, String) + Send + 'static,
-    ) -> Result<FakeService> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}/reconcile", listener.local_addr()?);
-        let svc = FakeService {
-            url,
-            calls: Arc::default(),
-            answer: Arc::new(Mutex::new(Box::new(answer))),
-        };
-        let s = svc.clone();
-        tokio::spawn(async move {
-            while let Ok((mut conn, _)) = listener.accept().await {
-                let s = s.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    loop {
-                        let Some(end) = find(&buf, b"\r\n\r\n") else {
-                            let mut chunk = [0u8; 8192];
-                            match conn.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                            continue;
-                        };
-                        let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0);
-                        while buf.len() < end + 4 + len {
-                            let mut chunk = [0u8; 8192];
-                            match conn.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        let body: Value = serde_json::from_slice(&buf[end + 4..end + 4 + len])
-                            .unwrap_or(Value::Null);
-                        buf.drain(..end + 4 + len);
-                        let (status, text) = {
-                            let answer = s.answer.lock().expect("lock");
-                            answer(&body)
-                        };
-                        s.calls.lock().expect("lock").push(body);
-                        let resp = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
-                            text.len()
-                        );
-                        if conn.write_all(resp.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        Ok(svc)
-    }
-
-    fn set_answer(&self, answer: impl Fn(&Value) -> (u16, String) + Send + 'static) {
-        *self.answer.lock().expect("lock") = Box::new(answer);
-    }
-
-    fn calls(&self) -> usize {
-        self.calls.lock().expect("lock").len()
-    }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 /// The example's children, built from the request like the example service does.
-fn webapp_answer(req: &Value) -> (u16, String) {
+fn webapp_answer(req: &Value) -> Reply {
     let name = req["object"]["metadata"]["name"]
         .as_str()
         .unwrap_or("x")
         .to_string();
     let image = req["object"]["spec"]["image"].clone();
-    (
-        200,
-        json!({
-            "result": "ok",
-            "status": {"phase": "Ready"},
-            "resources": [
-                {"type": "deployment", "fields": {"name": name, "image": image, "replicas": 1, "port": 80}},
-                {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-                 "spec": {"selector": {"app": name}, "ports": [{"port": 80, "protocol": "TCP"}]}}
-            ]
-        })
-        .to_string(),
-    )
+    Reply::ok(json!({
+        "result": "ok",
+        "status": {"phase": "Ready"},
+        "resources": [
+            {"type": "deployment", "fields": {"name": name, "image": image, "replicas": 1, "port": 80}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+             "spec": {"selector": {"app": name}, "ports": [{"port": 80, "protocol": "TCP"}]}}
+        ]
+    }))
 }
 
-/// `ork run` on a Katalog for the test namespace; killed when dropped.
-struct Ork(Child);
+/// `ork run` on a Katalog for the test namespace; its stderr goes to `log`. Killed when dropped;
+/// the log is printed if the test failed.
+struct Ork {
+    child: Child,
+    log: PathBuf,
+}
 
-impl Drop for Ork {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+impl Ork {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 
-fn katalog(ns: &str, url: &str, extra_managed: &str) -> String {
+impl Drop for Ork {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- ork log ---\n{}", self.log());
+        }
+    }
+}
+
+fn katalog(ns: &str, url: &str, extra_remote: &str) -> String {
     format!(
         r#"apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
@@ -156,26 +79,37 @@ spec:
             managedResources:
               - {{group: apps, version: v1, plural: deployments}}
               - {{group: "", version: v1, plural: services}}
-{extra_managed}"#
+{extra_remote}"#
     )
 }
 
 async fn start(ns: &TestNamespace, svc: &FakeService) -> Result<(Client, Ork)> {
+    start_with(ns, &svc.url, "").await
+}
+
+/// Starts `ork run` for the test namespace; `extra_remote` is YAML added to the `remote` block
+/// (12 spaces of indentation).
+async fn start_with(ns: &TestNamespace, url: &str, extra_remote: &str) -> Result<(Client, Ork)> {
     let client = client().await?;
     apply_yaml(&client, CRD, &ns.name).await?;
     let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("katalog.yaml");
-    std::fs::write(&path, katalog(&ns.name, &svc.url, ""))?;
+    std::fs::write(&path, katalog(&ns.name, url, extra_remote))?;
+    let log = dir.join("ork.log");
     let child = Command::new(env!("CARGO_BIN_EXE_ork"))
         .args(["run", "-k"])
         .arg(&path)
         .arg("--kubeconfig")
         .arg(ork_test_support::kubeconfig_path())
+        .env(
+            "RUST_LOG",
+            "debug,kube_client=off,hyper=off,reqwest=off,tower=off,h2=off,rustls=off",
+        )
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(std::fs::File::create(&log)?)
         .spawn()?;
-    Ok((client, Ork(child)))
+    Ok((client, Ork { child, log }))
 }
 
 async fn create_webapp(client: &Client, ns: &str, name: &str, image: &str) -> Result<()> {
@@ -319,14 +253,10 @@ async fn undeclared_type_rejects_whole_response_and_nothing_is_applied() -> Resu
             .as_str()
             .unwrap_or("x")
             .to_string();
-        (
-            200,
-            json!({"resources": [
-                {"type": "deployment", "fields": {"name": name, "image": "nginx"}},
-                {"type": "configmap", "fields": {"name": name, "data": {"a": "b"}}}
-            ]})
-            .to_string(),
-        )
+        Reply::ok(json!({"resources": [
+            {"type": "deployment", "fields": {"name": name, "image": "nginx"}},
+            {"type": "configmap", "fields": {"name": name, "data": {"a": "b"}}}
+        ]}))
     })
     .await?;
     let ns = TestNamespace::create(&client().await?).await?;
@@ -365,7 +295,7 @@ async fn undeclared_type_rejects_whole_response_and_nothing_is_applied() -> Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_errors_are_recorded_retried_and_recover() -> Result<()> {
-    let svc = FakeService::start(|_| (500, "boom".into())).await?;
+    let svc = FakeService::start(|_| Reply::Respond(500, "boom".into())).await?;
     let ns = TestNamespace::create(&client().await?).await?;
     let (client, _ork) = start(&ns, &svc).await?;
     create_webapp(&client, &ns.name, "web", "nginx:1").await?;
@@ -373,14 +303,14 @@ async fn service_errors_are_recorded_retried_and_recover() -> Result<()> {
     let (_, message) = wait_ready(&api, "web", "False").await?;
     assert!(message.contains("unexpected status 500"), "{message}");
 
-    svc.set_answer(|_| (200, "<html>not json".into()));
+    svc.set_script(|_| Reply::ok("<html>not json"));
     wait_for("garbage body reported", WAIT, || async {
         let obj = api.get("web").await.ok()?;
         ready(&obj).filter(|(_, m)| m.contains("not valid JSON"))
     })
     .await?;
 
-    svc.set_answer(webapp_answer);
+    svc.set_script(webapp_answer);
     wait_ready(&api, "web", "True").await?;
     Ok(())
 }
@@ -408,9 +338,9 @@ async fn dropped_child_is_pruned_and_hand_edited_child_is_restored() -> Result<(
     .await?;
 
     // The service stops returning the Service: ork prunes it.
-    svc.set_answer(|req| {
+    svc.set_script(|req| {
         let name = req["object"]["metadata"]["name"].as_str().unwrap_or("x").to_string();
-        (200, json!({"resources": [{"type": "deployment", "fields": {"name": name, "image": "nginx:1"}}]}).to_string())
+        Reply::ok(json!({"resources": [{"type": "deployment", "fields": {"name": name, "image": "nginx:1"}}]}))
     });
     api.patch(
         "web",
@@ -427,5 +357,179 @@ async fn dropped_child_is_pruned_and_hand_edited_child_is_restored() -> Result<(
         deployments.get_opt("web").await?.is_some(),
         "the Deployment stays"
     );
+    Ok(())
+}
+
+/// `prepared.trigger` of every request so far: (reason, attempt).
+fn triggers(svc: &FakeService) -> Vec<(String, u64)> {
+    svc.received()
+        .iter()
+        .map(|r| {
+            let t = &r.body["prepared"]["trigger"];
+            (
+                t["reason"].as_str().unwrap_or_default().to_string(),
+                t["attempt"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_after_calls_the_service_again() -> Result<()> {
+    let svc = FakeService::start(|req| {
+        let Reply::Respond(_, body) = webapp_answer(req) else {
+            unreachable!("webapp_answer always responds")
+        };
+        let mut answer: Value = serde_json::from_str(&body).unwrap_or_default();
+        answer["result"] = json!("requeue");
+        answer["requeueAfter"] = json!("500ms");
+        Reply::ok(answer)
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (client, _ork) = start(&ns, &svc).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    wait_for("three calls", WAIT, || async {
+        (svc.calls() >= 3).then_some(())
+    })
+    .await?;
+    let t = triggers(&svc);
+    assert_eq!(t[0].0, "create");
+    assert!(
+        t[1..].iter().all(|(reason, _)| reason == "requeue"),
+        "{t:?}"
+    );
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backoff_attempts_grow_on_failure_and_reset_after_success() -> Result<()> {
+    let svc =
+        FakeService::start(|_| Reply::ok(json!({"result": "error", "error": "not yet"}))).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (client, _ork) = start(&ns, &svc).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let (_, message) = wait_ready(&api, "web", "False").await?;
+    assert_eq!(message, "service reported: not yet");
+    wait_for("three attempts", WAIT, || async {
+        (svc.calls() >= 3).then_some(())
+    })
+    .await?;
+    let attempts: Vec<u64> = triggers(&svc).iter().take(3).map(|t| t.1).collect();
+    assert_eq!(attempts, [1, 2, 3], "each retry counts as the next attempt");
+
+    svc.set_script(webapp_answer);
+    wait_ready(&api, "web", "True").await?;
+    let after_success = svc.calls();
+    svc.set_script(|_| Reply::Respond(503, String::new()));
+    api.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"replicas": 3}})),
+    )
+    .await?;
+    wait_for("a call after the edit", WAIT, || async {
+        (svc.calls() > after_success).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        triggers(&svc)[after_success],
+        ("update".to_string(), 1),
+        "the backoff was reset by the success"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_or_unreachable_service_is_a_recorded_failure_not_a_crash() -> Result<()> {
+    let svc = FakeService::start(|_| Reply::Hang).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (client, mut ork) = start(&ns, &svc).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let (_, message) = wait_ready(&api, "web", "False").await?;
+    assert!(message.contains("timed out after 2s"), "{message}");
+    assert!(ork.child.try_wait()?.is_none(), "ork is still running");
+
+    // Nothing listens on this port any more.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let ns2 = TestNamespace::create(&client).await?;
+    let (_, mut ork2) = start_with(&ns2, &format!("http://{closed}/reconcile"), "").await?;
+    create_webapp(&client, &ns2.name, "web", "nginx:1").await?;
+    let api2 = webapps(&client, &ns2.name).await?;
+    let (_, message) = wait_ready(&api2, "web", "False").await?;
+    assert!(message.contains("cannot connect"), "{message}");
+    assert!(ork2.child.try_wait()?.is_none(), "ork is still running");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_ref_rotation_sends_the_new_token_and_never_shows_it() -> Result<()> {
+    const OLD: &str = "tok-alpha-5f1e9c";
+    const NEW: &str = "tok-bravo-77d0a2";
+    let svc = FakeService::start(webapp_answer).await?;
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let secret = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: reconciler-token}}\nstringData: {{token: {value}}}\n"
+        )
+    };
+    apply_yaml(&client, &secret(OLD), &ns.name).await?;
+    let auth = format!(
+        "            auth:\n              secretRef: {{name: reconciler-token, key: token, namespace: {}}}\n",
+        ns.name
+    );
+    let (client, ork) = start_with(&ns, &svc.url, &auth).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    let first = svc.received();
+    assert_eq!(
+        first[0].header("authorization"),
+        Some(format!("Bearer {OLD}").as_str())
+    );
+
+    apply_yaml(&client, &secret(NEW), &ns.name).await?;
+    // Give the Secret watch a moment, then make a change that needs a call.
+    let edits = std::sync::atomic::AtomicUsize::new(2);
+    wait_for("the rotated token in use", WAIT, || {
+        let api = api.clone();
+        let svc = svc.clone();
+        let edit = edits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        async move {
+            let image = format!("nginx:{edit}");
+            api.patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"image": image}})),
+            )
+            .await
+            .ok()?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let last = svc.received().last().cloned()?;
+            (last.header("authorization") == Some(format!("Bearer {NEW}").as_str())).then_some(())
+        }
+    })
+    .await
+    .inspect_err(|_| eprintln!("--- ork log ---\n{}", ork.log()))?;
+
+    // The token appears nowhere a user can read it: ork's log, the CR, the events.
+    let log = ork.log();
+    assert!(log.contains("reconciled"), "debug log was captured");
+    for token in [OLD, NEW] {
+        assert!(!log.contains(token), "token in ork's log");
+        let cr = serde_json::to_string(&api.get("web").await?)?;
+        assert!(!cr.contains(token), "token on the CR");
+        let events = serde_json::to_string(
+            &Api::<Event>::namespaced(client.clone(), &ns.name)
+                .list(&ListParams::default())
+                .await?,
+        )?;
+        assert!(!events.contains(token), "token in an event");
+    }
     Ok(())
 }

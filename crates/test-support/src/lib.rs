@@ -14,6 +14,8 @@ use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use kube::{Client, Config, ResourceExt};
 use rand::Rng;
 
+pub mod fake_service;
+
 /// Installs the one TLS provider (ring) for rustls; safe to call many times.
 pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -1,0 +1,162 @@
+//! A scripted reconcile service on 127.0.0.1: answers each POST with a function of the request
+//! and records every request (head and JSON body) for the test to inspect.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the service does with one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Answer with this HTTP status and body.
+    Respond(u16, String),
+    /// Keep the connection open without answering (a hung service).
+    Hang,
+}
+
+impl Reply {
+    pub fn ok(body: impl ToString) -> Reply {
+        Reply::Respond(200, body.to_string())
+    }
+}
+
+/// How the service answers a request.
+pub type Script = Box<dyn Fn(&Value) -> Reply + Send>;
+
+/// One request as the service received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Request line and headers, as sent (header names in their original case).
+    pub head: String,
+    pub body: Value,
+}
+
+impl Received {
+    /// The value of header `name` (case-insensitive), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+#[derive(Clone)]
+pub struct FakeService {
+    pub url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl std::fmt::Debug for FakeService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeService")
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl FakeService {
+    /// Binds 127.0.0.1 on a free port and serves until the test's runtime ends.
+    ///
+    /// # Errors
+    /// When no loopback port can be bound.
+    pub async fn start(
+        script: impl Fn(&Value) -> Reply + Send + 'static,
+    ) -> std::io::Result<FakeService> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let svc = FakeService {
+            url: format!("http://{}/reconcile", listener.local_addr()?),
+            received: Arc::default(),
+            script: Arc::new(Mutex::new(Box::new(script))),
+        };
+        let s = svc.clone();
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                tokio::spawn(s.clone().serve(conn));
+            }
+        });
+        Ok(svc)
+    }
+
+    /// Serves HTTP/1.1 keep-alive requests on one connection.
+    async fn serve(self, mut conn: TcpStream) {
+        let mut buf = Vec::new();
+        loop {
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                if !read_more(&mut conn, &mut buf).await {
+                    return;
+                }
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.trim()
+                        .eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                if !read_more(&mut conn, &mut buf).await {
+                    return;
+                }
+            }
+            let body: Value =
+                serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or(Value::Null);
+            buf.drain(..end + 4 + len);
+            let reply = (lock(&self.script))(&body);
+            lock(&self.received).push(Received { head, body });
+            match reply {
+                Reply::Hang => {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    return;
+                }
+                Reply::Respond(status, text) => {
+                    let resp = format!(
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                    if conn.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replaces how the service answers from now on.
+    pub fn set_script(&self, script: impl Fn(&Value) -> Reply + Send + 'static) {
+        *lock(&self.script) = Box::new(script);
+    }
+
+    /// How many requests arrived so far.
+    pub fn calls(&self) -> usize {
+        lock(&self.received).len()
+    }
+
+    /// Every request so far.
+    pub fn received(&self) -> Vec<Received> {
+        lock(&self.received).clone()
+    }
+}
+
+async fn read_more(conn: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 8192];
+    match conn.read(&mut chunk).await {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            true
+        }
+    }
+}
