@@ -10,30 +10,12 @@ use k8s_openapi::api::core::v1::{Event, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
-use ork_test_support::fake_service::{FakeService, Reply};
+use ork_test_support::fake_service::{FakeService, Reply, webapp_answer};
 use ork_test_support::{TestNamespace, apply_yaml, client, field_managers, resolve, wait_for};
 use serde_json::{Value, json};
 
 const CRD: &str = include_str!("../../../examples/webapp/crd.yaml");
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The example's children, built from the request like the example service does.
-fn webapp_answer(req: &Value) -> Reply {
-    let name = req["object"]["metadata"]["name"]
-        .as_str()
-        .unwrap_or("x")
-        .to_string();
-    let image = req["object"]["spec"]["image"].clone();
-    Reply::ok(json!({
-        "result": "ok",
-        "status": {"phase": "Ready"},
-        "resources": [
-            {"type": "deployment", "fields": {"name": name, "image": image, "replicas": 1, "port": 80}},
-            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-             "spec": {"selector": {"app": name}, "ports": [{"port": 80, "protocol": "TCP"}]}}
-        ]
-    }))
-}
 
 /// `ork run` on a Katalog for the test namespace; its stderr goes to `log`. Killed when dropped;
 /// the log is printed if the test failed.

@@ -7,6 +7,7 @@
 //! service. Nothing here performs I/O or reads the clock: time is passed in.
 
 pub mod backoff;
+pub mod drift;
 pub mod gate;
 pub mod health;
 pub mod queue;

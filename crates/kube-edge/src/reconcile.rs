@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
+use ork_engine::drift::already_applied;
 use ork_engine::queue::Reason;
 use ork_engine::status::{StatusInput, plan_status};
 use ork_katalog::condition::RuleAction;
@@ -19,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 use crate::controller::{KeyStats, Next, Shared, gate_context};
 use crate::labels::{HEALTH, METRICS, OWNER_UID};
-use crate::write::{Owner, apply_child, patch_annotations, patch_status, prune_child};
+use crate::write::{Owner, apply_child, patch_annotations, patch_status, prune_child, stamped};
 
 /// Runs one reconcile of `key` and says when to look at it again.
 pub(crate) async fn reconcile(shared: &Shared, key: &str, reason: Reason) -> Next {
@@ -215,21 +216,48 @@ async fn call_and_apply(
             .or(shared.entry.force_conflict)
             .unwrap_or(true);
         let mut desired = HashSet::new();
+        let mut applies = Vec::new();
         for child in children {
-            let Some(t) = shared.children.iter().find(|c| {
+            let Some(index) = shared.children.iter().position(|c| {
                 c.managed.group == child.managed.group && c.managed.kind == child.managed.kind
             }) else {
                 continue;
             };
-            let applied = apply_child(&shared.client, t, child, &owner, force)
-                .await
-                .map_err(|e| e.to_string())?;
-            shared.lock().own_write(applied.resource_version());
             desired.insert((
                 child.managed.kind.clone(),
                 child.namespace.clone(),
                 child.name.clone(),
             ));
+            let object = stamped(child, &owner);
+            let store_key = match &child.namespace {
+                Some(ns) => format!("{ns}/{}", child.name),
+                None => child.name.clone(),
+            };
+            let unchanged = shared.lock().children[index]
+                .get(&store_key)
+                .and_then(|live| serde_json::to_value(live).ok())
+                .is_some_and(|live| already_applied(&object, &live));
+            if !unchanged {
+                let t = &shared.children[index];
+                applies.push(
+                    async move { apply_child(&shared.client, t, child, &object, force).await },
+                );
+            }
+        }
+        // Children are independent: apply them together, remember every write that landed,
+        // then report the first failure.
+        let results = futures::future::join_all(applies).await;
+        let mut first_error = None;
+        for result in results {
+            match result {
+                Ok(applied) => shared.lock().own_write(applied.resource_version()),
+                Err(e) => {
+                    first_error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
         }
         if shared.remote.prune {
             prune(shared, &owner.uid, &desired).await?;
@@ -284,12 +312,7 @@ async fn record(
         service_conditions: decision.map_or(&[], |d| d.conditions.as_slice()),
         generation: obj.meta().generation,
     };
-    if let Some(patch) = plan_status(obj.data.get("status"), input, now) {
-        match patch_status(&api, &name, &patch).await {
-            Ok(o) => shared.lock().own_write(o.resource_version()),
-            Err(e) => tracing::warn!(error = %e, "status not written"),
-        }
-    }
+    let status_patch = plan_status(obj.data.get("status"), input, now);
     let health = serde_json::to_string(&shared.lock().health).unwrap_or_default();
     let metrics = json!({
         "lastDurationMs": stats.last_duration_ms,
@@ -302,12 +325,6 @@ async fn record(
     for (k, v) in [(HEALTH, health), (METRICS, metrics)] {
         if current.get(k) != Some(&v) {
             changed.insert(k.to_string(), Value::String(v));
-        }
-    }
-    if !changed.is_empty() {
-        match patch_annotations(&api, &name, &changed).await {
-            Ok(o) => shared.lock().own_write(o.resource_version()),
-            Err(e) => tracing::warn!(error = %e, "annotations not written"),
         }
     }
     let kind = &shared.cr_resource.kind;
@@ -344,11 +361,32 @@ async fn record(
             secondary: None,
         });
     }
-    for e in events {
-        if let Err(err) = shared.recorder.publish(&e, &reference).await {
-            tracing::warn!(error = %err, "event not recorded");
+
+    // Status, annotations and events are independent writes: send them together.
+    let status_write = async {
+        if let Some(patch) = &status_patch {
+            match patch_status(&api, &name, patch).await {
+                Ok(o) => shared.lock().own_write(o.resource_version()),
+                Err(e) => tracing::warn!(error = %e, "status not written"),
+            }
         }
-    }
+    };
+    let annotation_write = async {
+        if !changed.is_empty() {
+            match patch_annotations(&api, &name, &changed).await {
+                Ok(o) => shared.lock().own_write(o.resource_version()),
+                Err(e) => tracing::warn!(error = %e, "annotations not written"),
+            }
+        }
+    };
+    let event_writes = async {
+        for e in &events {
+            if let Err(err) = shared.recorder.publish(e, &reference).await {
+                tracing::warn!(error = %err, "event not recorded");
+            }
+        }
+    };
+    tokio::join!(status_write, annotation_write, event_writes);
 }
 
 fn object_ref(shared: &Shared, obj: &DynamicObject) -> ObjectReference {

@@ -65,18 +65,9 @@ fn api_for(client: &Client, t: &ChildType, namespace: Option<&str>) -> Api<Dynam
     }
 }
 
-/// Server-side applies one child with ork's labels, owner annotation and (same namespace) a
-/// controller owner reference.
-///
-/// # Errors
-/// The API server refused the apply (conflict without force, validation, RBAC).
-pub async fn apply_child(
-    client: &Client,
-    t: &ChildType,
-    child: &DesiredChild,
-    owner: &Owner,
-    force: bool,
-) -> Result<DynamicObject, WriteError> {
+/// The child as ork applies it: the service's object plus ork's labels, owner annotation and
+/// (same namespace) a controller owner reference to the CR.
+pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
     let mut obj = child.object.clone();
     let meta = &mut obj["metadata"];
     meta["labels"][MANAGED] = json!("true");
@@ -92,10 +83,24 @@ pub async fn apply_child(
             "blockOwnerDeletion": true,
         }]);
     }
+    obj
+}
+
+/// Server-side applies a [`stamped`] child with field manager `orkestra-remote`.
+///
+/// # Errors
+/// The API server refused the apply (conflict without force, validation, RBAC).
+pub async fn apply_child(
+    client: &Client,
+    t: &ChildType,
+    child: &DesiredChild,
+    object: &Value,
+    force: bool,
+) -> Result<DynamicObject, WriteError> {
     let mut params = PatchParams::apply(FIELD_MANAGER);
     params.force = force;
     api_for(client, t, child.namespace.as_deref())
-        .patch(&child.name, &params, &Patch::Apply(&obj))
+        .patch(&child.name, &params, &Patch::Apply(object))
         .await
         .map_err(|source| WriteError::ApplyFailed {
             kind: child.managed.kind.clone(),

@@ -150,6 +150,25 @@ impl FakeService {
     }
 }
 
+/// The example's answer (a Deployment intent and a full-form Service named after the CR), built
+/// from the request the way `examples/webapp/reconciler.py` does.
+pub fn webapp_answer(req: &Value) -> Reply {
+    let name = req["object"]["metadata"]["name"]
+        .as_str()
+        .unwrap_or("x")
+        .to_string();
+    let image = req["object"]["spec"]["image"].clone();
+    Reply::ok(serde_json::json!({
+        "result": "ok",
+        "status": {"phase": "Ready"},
+        "resources": [
+            {"type": "deployment", "fields": {"name": name, "image": image, "replicas": 1, "port": 80}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+             "spec": {"selector": {"app": name}, "ports": [{"port": 80, "protocol": "TCP"}]}}
+        ]
+    }))
+}
+
 async fn read_more(conn: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
     let mut chunk = [0u8; 8192];
     match conn.read(&mut chunk).await {
