@@ -1,12 +1,13 @@
 //! `cargo xtask demo`: the example, end to end, on the local cluster: the example reconcile
-//! service (Python, standard library), `ork run`, a CR, and what came of it. Everything the demo
-//! starts it stops again; the cluster stays up only if it was already running.
+//! service (Python, standard library, over HTTP), `ork run`, a CR, and what came of it; then
+//! the same with the bash script through the exec transport. Everything the demo starts it
+//! stops again; the cluster stays up only if it was already running.
 
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use crate::{Result, cargo, cluster, run, workspace_root};
+use crate::{Result, cargo, cluster, run, target_dir, workspace_root};
 
 /// Kills the child when dropped, so a failing demo leaves nothing running.
 struct Running(&'static str, Child);
@@ -40,9 +41,7 @@ fn demo() -> Result<()> {
         "-p",
         "ork-test-support",
     ]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = target_dir();
     let ork = target.join("debug/ork");
     let ork_dev = target.join("debug/ork-dev");
 
@@ -61,7 +60,7 @@ fn demo() -> Result<()> {
     eprintln!(
         "\n== starting the example reconcile service (examples/webapp/reconciler.py) on 127.0.0.1:8025"
     );
-    let _service = Running(
+    let service = Running(
         "the reconcile service",
         Command::new("python3")
             .arg(example.join("reconciler.py"))
@@ -71,7 +70,7 @@ fn demo() -> Result<()> {
             .map_err(|e| format!("cannot start python3: {e}"))?,
     );
     eprintln!("== starting ork run -k examples/webapp/katalog.yaml");
-    let _ork = Running(
+    let ork_http = Running(
         "ork",
         Command::new(&ork)
             .args(["run", "-k"])
@@ -88,22 +87,59 @@ fn demo() -> Result<()> {
         .args(["apply", "default"])
         .arg(example.join("cr.yaml")))?;
 
+    show_when_reconciled(&ork_dev, "default")?;
+    drop(ork_http);
+    drop(service);
+
+    eprintln!(
+        "\n== the same in bash: ork run -k examples/webapp/katalog-exec.yaml (exec transport, ./reconcile.sh)"
+    );
+    let namespace = root.join("target/ork-demo-namespace.yaml");
+    std::fs::write(
+        &namespace,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: bash-demo}\n",
+    )?;
+    run(Command::new(&ork_dev)
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["apply", "default"])
+        .arg(&namespace))?;
+    let _ork = Running(
+        "ork (exec transport)",
+        Command::new(&ork)
+            .args(["run", "-k"])
+            .arg(example.join("katalog-exec.yaml"))
+            .env("KUBECONFIG", &kubeconfig)
+            .stdin(Stdio::null())
+            .spawn()?,
+    );
+    sleep(Duration::from_secs(2));
+    run(Command::new(&ork_dev)
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["apply", "bash-demo"])
+        .arg(example.join("cr.yaml")))?;
+    show_when_reconciled(&ork_dev, "bash-demo")?;
+    Ok(())
+}
+
+/// Waits (30 s at most) for the WebApp in `namespace` to be reconciled, then prints what ork made.
+fn show_when_reconciled(ork_dev: &std::path::Path, namespace: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let out = Command::new(&ork_dev)
-            .env("KUBECONFIG", &kubeconfig)
-            .args(["show", "default"])
+        let out = Command::new(ork_dev)
+            .env("KUBECONFIG", cluster::kubeconfig())
+            .args(["show", namespace])
             .output()?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if text.contains("WebAppReconciled") || Instant::now() > deadline {
-            eprintln!("\n== what ork made of it");
+        // Status, annotations and events are written together; wait until all are there.
+        if text.contains("ReconcileSucceeded") && text.contains("Planned") {
+            eprintln!("\n== what ork made of it (namespace {namespace})");
             println!("{text}");
-            if !text.contains("WebAppReconciled") {
-                return Err("the WebApp was not reconciled within 30 s".into());
-            }
-            break;
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            println!("{text}");
+            return Err(format!("the WebApp in {namespace} was not reconciled within 30 s").into());
         }
         sleep(Duration::from_millis(500));
     }
-    Ok(())
 }

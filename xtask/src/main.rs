@@ -79,9 +79,7 @@ fn bench(args: &[&str]) -> Result<()> {
         "ork-bench",
     ]))
     .and_then(|()| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
+        let target = target_dir();
         run(Command::new(target.join("release/ork-bench"))
             .env("KUBECONFIG", cluster::kubeconfig())
             .arg(target.join("release/ork"))
@@ -95,6 +93,13 @@ fn bench(args: &[&str]) -> Result<()> {
 
 pub(crate) fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// Where cargo puts binaries: `$CARGO_TARGET_DIR`, else `target/` in the workspace.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 pub(crate) fn workspace_root() -> PathBuf {

@@ -10,13 +10,13 @@ use ork_katalog::load_file;
 use ork_kube::RunOptions;
 
 pub fn run(
-    katalog: &Path,
+    path: &Path,
     kubeconfig: Option<PathBuf>,
     context: Option<String>,
     log_json: bool,
 ) -> ExitCode {
     init_logging(log_json);
-    let katalog = match load_file(katalog) {
+    let katalog = match load_file(path) {
         Ok(k) => k,
         Err(problems) => {
             eprintln!("{problems}");
@@ -30,7 +30,12 @@ pub fn run(
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(katalog, kubeconfig, context)) {
+    let katalog_dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("."));
+    match runtime.block_on(serve(katalog, katalog_dir, kubeconfig, context)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -41,6 +46,7 @@ pub fn run(
 
 async fn serve(
     katalog: ork_katalog::Katalog,
+    katalog_dir: PathBuf,
     kubeconfig: Option<PathBuf>,
     context: Option<String>,
 ) -> Result<()> {
@@ -49,6 +55,7 @@ async fn serve(
     let client = connect(kubeconfig, context).await?;
     let options = RunOptions {
         ork_namespace: ork_namespace(),
+        katalog_dir,
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
     tokio::select! {

@@ -40,7 +40,12 @@ impl Drop for Ork {
     }
 }
 
-fn katalog(ns: &str, url: &str, extra_remote: &str) -> String {
+/// The Katalog line that says where the service is.
+fn http(url: &str) -> String {
+    format!("endpoint: \"{url}\"")
+}
+
+fn katalog(ns: &str, transport: &str, extra_remote: &str) -> String {
     format!(
         r#"apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
@@ -56,7 +61,7 @@ spec:
           resync: 10m
           queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
           remote:
-            endpoint: "{url}"
+            {transport}
             timeout: 2s
             managedResources:
               - {{group: apps, version: v1, plural: deployments}}
@@ -66,18 +71,22 @@ spec:
 }
 
 async fn start(ns: &TestNamespace, svc: &FakeService) -> Result<(Client, Ork)> {
-    start_with(ns, &svc.url, "").await
+    start_with(ns, &http(&svc.url), "").await
 }
 
-/// Starts `ork run` for the test namespace; `extra_remote` is YAML added to the `remote` block
-/// (12 spaces of indentation).
-async fn start_with(ns: &TestNamespace, url: &str, extra_remote: &str) -> Result<(Client, Ork)> {
+/// Starts `ork run` for the test namespace; `transport` is the `endpoint:` or `command:` line,
+/// `extra_remote` YAML added to the `remote` block (12 spaces of indentation).
+async fn start_with(
+    ns: &TestNamespace,
+    transport: &str,
+    extra_remote: &str,
+) -> Result<(Client, Ork)> {
     let client = client().await?;
     apply_yaml(&client, CRD, &ns.name).await?;
     let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("katalog.yaml");
-    std::fs::write(&path, katalog(&ns.name, url, extra_remote))?;
+    std::fs::write(&path, katalog(&ns.name, transport, extra_remote))?;
     let log = dir.join("ork.log");
     let child = Command::new(env!("CARGO_BIN_EXE_ork"))
         .args(["run", "-k"])
@@ -439,7 +448,7 @@ async fn hung_or_unreachable_service_is_a_recorded_failure_not_a_crash() -> Resu
     // Nothing listens on this port any more.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let ns2 = TestNamespace::create(&client).await?;
-    let (_, mut ork2) = start_with(&ns2, &format!("http://{closed}/reconcile"), "").await?;
+    let (_, mut ork2) = start_with(&ns2, &http(&format!("http://{closed}/reconcile")), "").await?;
     create_webapp(&client, &ns2.name, "web", "nginx:1").await?;
     let api2 = webapps(&client, &ns2.name).await?;
     let (_, message) = wait_ready(&api2, "web", "False").await?;
@@ -465,7 +474,7 @@ async fn secret_ref_rotation_sends_the_new_token_and_never_shows_it() -> Result<
         "            auth:\n              secretRef: {{name: reconciler-token, key: token, namespace: {}}}\n",
         ns.name
     );
-    let (client, ork) = start_with(&ns, &svc.url, &auth).await?;
+    let (client, ork) = start_with(&ns, &http(&svc.url), &auth).await?;
     create_webapp(&client, &ns.name, "web", "nginx:1").await?;
     let api = webapps(&client, &ns.name).await?;
     wait_ready(&api, "web", "True").await?;
@@ -513,5 +522,33 @@ async fn secret_ref_rotation_sends_the_new_token_and_never_shows_it() -> Result<
         )?;
         assert!(!events.contains(token), "token in an event");
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bash_script_is_a_reconciler_through_the_exec_transport() -> Result<()> {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp/reconcile.sh");
+    let ns = TestNamespace::create(&client().await?).await?;
+    let command = format!("command: [\"{}\"]", script.display());
+    let (client, _ork) = start_with(&ns, &command, "            env: {EXTRA: unused}\n").await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    assert_eq!(
+        api.get("web").await?.data["status"]["url"],
+        "http://web:8080"
+    );
+    let deploy = Api::<Deployment>::namespaced(client.clone(), &ns.name)
+        .get("web")
+        .await?;
+    assert_eq!(deploy.spec.and_then(|s| s.replicas), Some(1));
+
+    // A CR the script refuses (no image): its error reaches the CR.
+    let no_image =
+        "apiVersion: demo.ork.dev/v1\nkind: WebApp\nmetadata: {name: empty}\nspec: {replicas: 1}\n";
+    apply_yaml(&client, no_image, &ns.name).await?;
+    let (_, message) = wait_ready(&api, "empty", "False").await?;
+    assert_eq!(message, "service reported: spec.image is empty");
     Ok(())
 }

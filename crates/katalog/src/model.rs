@@ -273,9 +273,16 @@ impl Default for RetryBackoff {
 pub struct Remote {
     #[serde(default)]
     pub endpoint: Option<Template>,
-    /// Exec transport: the request on stdin, the response on stdout.
+    /// Exec transport: the request on stdin, the response on stdout. A relative program path
+    /// is taken from `workingDir`, else from the Katalog file's folder.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// Exec transport: the command's working directory (relative to the Katalog file's folder).
+    #[serde(default)]
+    pub working_dir: Option<String>,
+    /// Exec transport: environment variables for the command, besides `PATH`.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
     /// Orkestra's transport selector; only `http` exists.
     #[serde(default, alias = "protocol", rename = "type")]
     pub transport: Option<String>,

@@ -276,6 +276,25 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
             if cmd.first().is_none_or(|p| p.trim().is_empty()) {
                 f.add(format!("{rp}.command"), "command needs a program", Some("e.g. command: [./reconcile.sh]"));
             }
+            if remote.auth.is_some() {
+                f.add(
+                    format!("{rp}.auth"),
+                    "auth applies to an HTTP endpoint; a command runs locally",
+                    Some("pass what the command needs through `env:`"),
+                );
+            }
+        }
+    }
+    if remote.command.is_none() {
+        if remote.working_dir.is_some() {
+            f.add(
+                format!("{rp}.workingDir"),
+                "workingDir applies to `command:` only",
+                None,
+            );
+        }
+        if !remote.env.is_empty() {
+            f.add(format!("{rp}.env"), "env applies to `command:` only", None);
         }
     }
     if let Some(t) = &remote.transport

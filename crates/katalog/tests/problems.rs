@@ -286,3 +286,43 @@ fn unknown_dependency_and_cross_entry() {
             .contains("\"databse\", which is not an entry")
     );
 }
+
+#[test]
+fn exec_transport_fields_are_checked() {
+    let exec = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "command: [./reconcile.sh]\n            workingDir: scripts\n            env: {A: b}",
+    );
+    load_str(&exec, Path::new("k.yaml")).expect("a command with env and workingDir is valid");
+
+    let both = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"\n            command: [./reconcile.sh]",
+    );
+    assert!(
+        only(&problems(&both))
+            .message
+            .contains("either `endpoint` (HTTP) or `command` (exec)")
+    );
+
+    let env_without_command = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            env: {A: b}\n",
+    );
+    let p = problems(&env_without_command);
+    assert_eq!(only(&p).path, format!("{REMOTE}.env"));
+    assert_eq!(
+        only(&p).line,
+        Some(line_of(&env_without_command, "env: {A: b}"))
+    );
+
+    let auth_with_command = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "command: [./reconcile.sh]\n            auth: {env: TOKEN}",
+    );
+    assert!(
+        only(&problems(&auth_with_command))
+            .message
+            .contains("auth applies to an HTTP endpoint")
+    );
+}

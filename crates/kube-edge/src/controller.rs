@@ -2,6 +2,7 @@
 //! most `workers` concurrent reconciles, never two for one object.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,8 @@ use crate::labels::{MANAGED, OWNER};
 pub struct RunOptions {
     /// ork's own namespace (Lease, default Secret namespace, off limits to children).
     pub ork_namespace: String,
+    /// The Katalog file's folder: relative `command` paths and `workingDir` start here.
+    pub katalog_dir: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +92,8 @@ pub(crate) struct Shared {
     pub transport: HttpTransport,
     pub credential: CredentialSource,
     pub ork_namespace: String,
+    /// Where the exec transport's command runs.
+    pub working_dir: PathBuf,
     pub recorder: Recorder,
     pub enqueue_gate: Option<CompiledGate>,
     pub reconcile_gate: Option<CompiledGate>,
@@ -247,6 +252,9 @@ async fn start_entry(
             instance: std::env::var("POD_NAME").ok(),
         },
     );
+    let working_dir = options
+        .katalog_dir
+        .join(remote.working_dir.as_deref().unwrap_or("."));
     let shared = Arc::new(Shared {
         name: name.clone(),
         remote,
@@ -255,6 +263,7 @@ async fn start_entry(
         children,
         transport,
         credential,
+        working_dir,
         ork_namespace: options.ork_namespace,
         recorder,
         enqueue_gate,

@@ -15,7 +15,7 @@ use ork_katalog::template::Template;
 use ork_protocol::{
     Decision, Gvk, OwnerRef, Policy, Prepared, Request, Trigger, ValidationReport, decide,
 };
-use ork_remote::{Call, host_of};
+use ork_remote::{Call, ExecCall, exec, host_of};
 use serde_json::{Map, Value, json};
 
 use crate::controller::{KeyStats, Next, Shared, gate_context};
@@ -154,36 +154,7 @@ async fn call_and_apply(
         },
     };
     let body = serde_json::to_vec(&request).map_err(|e| format!("encoding the request: {e}"))?;
-    let endpoint = shared.remote.endpoint.as_ref().ok_or(
-        "this entry has no HTTP endpoint (the exec transport is not available in ork run yet)",
-    )?;
-    let url = endpoint
-        .render(cr)
-        .map_err(|e| format!("endpoint template: {e}"))?;
-    let credential = shared.credential.current()?;
-    if credential.is_some() && !host_allowed(endpoint, &url, &shared.remote.allowed_hosts) {
-        return Err(format!(
-            "endpoint host {} is neither the Katalog's literal host nor in remote.allowedHosts; the credential is withheld",
-            host_of(&url).unwrap_or("?")
-        ));
-    }
-    let wait = shared
-        .lock()
-        .bucket
-        .as_mut()
-        .map_or(Duration::ZERO, |b| b.reserve(Instant::now()));
-    if !wait.is_zero() {
-        tokio::time::sleep(wait).await;
-    }
-    let answer = shared
-        .transport
-        .call(Call {
-            url: &url,
-            body,
-            credential: credential.as_ref(),
-            timeout: shared.remote.timeout.get(),
-            max_bytes: shared.remote.max_response_bytes,
-        })
+    let answer = send(shared, cr, body)
         .await
         .map_err(|e| format!("remote reconciler: {e}"))?;
     let owner_ref = OwnerRef {
@@ -264,6 +235,57 @@ async fn call_and_apply(
         }
     }
     Ok(decision)
+}
+
+/// Sends the request over the entry's transport (HTTP endpoint or exec command), after the
+/// rate limit; returns the answer body.
+async fn send(shared: &Shared, cr: &Value, body: Vec<u8>) -> Result<Vec<u8>, String> {
+    let remote = &shared.remote;
+    let wait = shared
+        .lock()
+        .bucket
+        .as_mut()
+        .map_or(Duration::ZERO, |b| b.reserve(Instant::now()));
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    if let Some(command) = &remote.command {
+        return exec(ExecCall {
+            command,
+            working_dir: &shared.working_dir,
+            env: &remote.env,
+            body,
+            timeout: remote.timeout.get(),
+            max_bytes: remote.max_response_bytes,
+        })
+        .await
+        .map_err(|e| e.to_string());
+    }
+    let endpoint = remote
+        .endpoint
+        .as_ref()
+        .ok_or("the entry has neither endpoint nor command")?;
+    let url = endpoint
+        .render(cr)
+        .map_err(|e| format!("endpoint template: {e}"))?;
+    let credential = shared.credential.current()?;
+    if credential.is_some() && !host_allowed(endpoint, &url, &remote.allowed_hosts) {
+        return Err(format!(
+            "endpoint host {} is neither the Katalog's literal host nor in remote.allowedHosts; the credential is withheld",
+            host_of(&url).unwrap_or("?")
+        ));
+    }
+    shared
+        .transport
+        .call(Call {
+            url: &url,
+            body,
+            credential: credential.as_ref(),
+            timeout: remote.timeout.get(),
+            max_bytes: remote.max_response_bytes,
+        })
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn prune(

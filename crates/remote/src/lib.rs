@@ -1,14 +1,20 @@
-//! The remote edge: one POST per reconcile to the service, with timeout, size limit, auth header
-//! and trace headers; the answer comes back as bytes for `ork-protocol` to check.
+//! The remote edge: one request per reconcile to the service, and its answer back as bytes for
+//! `ork-protocol` to check. Two transports: HTTP ([`HttpTransport`]: POST with timeout, size
+//! limit, auth header, trace headers) and exec ([`exec`]: a local program, request on stdin,
+//! answer on stdout).
 //!
 //! Credentials are handed in as [`Credential`], whose `Debug` never shows the value, and no
 //! error message here contains a header or a URL's user info.
+
+mod exec;
 
 use std::fmt;
 use std::time::Duration;
 
 use rand::Rng;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+
+pub use exec::{ExecCall, exec};
 
 /// A secret value with the header it goes in.
 #[derive(Clone)]
@@ -68,6 +74,30 @@ pub enum CallError {
     Transport { url: String, reason: String },
     #[error("{0}")]
     Config(String),
+    #[error("command {program}: cannot start: {reason}")]
+    ExecSpawn { program: String, reason: String },
+    #[error("command {program}: timed out after {after:?} and was killed{stderr}")]
+    ExecTimeout {
+        program: String,
+        after: Duration,
+        stderr: String,
+    },
+    #[error("command {program}: {status}{stderr}")]
+    ExecFailed {
+        program: String,
+        status: String,
+        stderr: String,
+    },
+    #[error(
+        "command {program}: stdout larger than the limit of {limit} bytes; the command was killed"
+    )]
+    ExecTooLarge { program: String, limit: u64 },
+    #[error("command {program}: stdout is not a JSON answer: {reason}{stderr}")]
+    ExecGarbage {
+        program: String,
+        reason: String,
+        stderr: String,
+    },
 }
 
 /// One call's parameters.

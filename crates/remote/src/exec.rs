@@ -1,0 +1,271 @@
+//! The exec transport: "a bash script can be a reconciler". The request JSON goes to the
+//! program's stdin, the answer is read from its stdout; exit code 0 means it answered.
+//!
+//! The program gets an explicit environment (`PATH` plus what the Katalog declares) and working
+//! directory, and its arguments are passed as they are: no shell ever sees CR content.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::CallError;
+
+/// How much of stderr is kept for error messages (the end, where the reason usually is).
+const STDERR_TAIL: usize = 2048;
+
+/// One run of the command.
+#[derive(Debug)]
+pub struct ExecCall<'a> {
+    /// Program and arguments.
+    pub command: &'a [String],
+    pub working_dir: &'a Path,
+    /// Variables besides `PATH`.
+    pub env: &'a BTreeMap<String, String>,
+    pub body: Vec<u8>,
+    pub timeout: Duration,
+    pub max_bytes: u64,
+}
+
+/// Runs the command and returns its stdout.
+///
+/// # Errors
+/// The program cannot start, exits non-zero, outlives the timeout (it is killed), writes more than
+/// `max_bytes`, or writes something that is not JSON; each carries the tail of stderr.
+pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
+    let Some((program, args)) = call.command.split_first() else {
+        return Err(CallError::Config("command is empty".into()));
+    };
+    let path = if program.contains('/') {
+        call.working_dir.join(program)
+    } else {
+        program.into()
+    };
+    let mut child = Command::new(&path)
+        .args(args)
+        .current_dir(call.working_dir)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .envs(call.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // Its own process group, so a timeout also ends what a script started.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| CallError::ExecSpawn {
+            program: program.clone(),
+            reason: e.to_string(),
+        })?;
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(CallError::Config(
+            "the command's pipes were not set up".into(),
+        ));
+    };
+    let pid = child.id();
+    let body = call.body;
+    // Feed stdin while reading stdout: a program that answers before reading everything must
+    // not deadlock against a full pipe. A program that ignores stdin closes it early; fine.
+    let feed = async move {
+        let _ = stdin.write_all(&body).await;
+        drop(stdin);
+    };
+    let limit = call.max_bytes;
+    let run = async {
+        let ((), out, err) = tokio::join!(feed, read_capped(stdout, limit), read_tail(stderr));
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    let (out, err, status) = match tokio::time::timeout(call.timeout, run).await {
+        Ok(done) => done,
+        Err(_) => {
+            // kill_on_drop ends the program itself; its group may hold more.
+            if let Some(pid) = pid {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{pid}")])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .await;
+            }
+            return Err(CallError::ExecTimeout {
+                program: program.clone(),
+                after: call.timeout,
+                stderr: String::new(),
+            });
+        }
+    };
+    let stderr = tail_note(&err);
+    let Some(out) = out else {
+        return Err(CallError::ExecTooLarge {
+            program: program.clone(),
+            limit,
+        });
+    };
+    let status = status.map_err(|e| CallError::ExecSpawn {
+        program: program.clone(),
+        reason: e.to_string(),
+    })?;
+    if !status.success() {
+        return Err(CallError::ExecFailed {
+            program: program.clone(),
+            status: status.to_string(),
+            stderr,
+        });
+    }
+    if let Err(e) = serde_json::from_slice::<serde_json::Value>(&out) {
+        return Err(CallError::ExecGarbage {
+            program: program.clone(),
+            reason: e.to_string(),
+            stderr,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads all of `r`, or `None` as soon as it passes `limit` bytes.
+async fn read_capped(mut r: impl AsyncRead + Unpin, limit: u64) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Some(out),
+            Ok(n) => {
+                out.extend_from_slice(&chunk[..n]);
+                if out.len() as u64 > limit {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Reads all of `r`, keeping the last [`STDERR_TAIL`] bytes.
+async fn read_tail(mut r: impl AsyncRead + Unpin) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut chunk = [0u8; 8192];
+    while let Ok(n) = r.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&chunk[..n]);
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    tail
+}
+
+fn tail_note(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+
+    async fn run(command: &[String], timeout_ms: u64, max: u64) -> Result<Vec<u8>, CallError> {
+        let env = BTreeMap::from([("GREETING".to_string(), "hi".to_string())]);
+        exec(ExecCall {
+            command,
+            working_dir: Path::new("/tmp"),
+            env: &env,
+            body: br#"{"key":"ns/a"}"#.to_vec(),
+            timeout: Duration::from_millis(timeout_ms),
+            max_bytes: max,
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn answers_from_stdout_with_stdin_env_and_dir() {
+        let cmd = sh(
+            r#"read req; printf '{"req":%s,"env":"%s","dir":"%s"}' "$req" "$GREETING" "$(pwd)""#,
+        );
+        let out = run(&cmd, 5000, 1024).await.expect("answers");
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+        assert_eq!(v["req"]["key"], "ns/a");
+        assert_eq!(v["env"], "hi");
+        assert_eq!(v["dir"], "/tmp");
+    }
+
+    #[tokio::test]
+    async fn only_path_and_declared_variables_reach_the_command() {
+        // HOME is set for the test process but not declared, so the command must not see it.
+        let cmd = sh(r#"printf '{"home":"%s"}' "${HOME:-unset}""#);
+        let out = run(&cmd, 5000, 1024).await.expect("answers");
+        assert_eq!(String::from_utf8_lossy(&out), r#"{"home":"unset"}"#);
+    }
+
+    #[tokio::test]
+    async fn non_zero_exit_carries_the_stderr_tail() {
+        let err = run(&sh("echo 'bad input' >&2; exit 3"), 5000, 1024)
+            .await
+            .expect_err("exit 3");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("exit status: 3") && msg.contains("stderr: bad input"),
+            "{msg}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_slow_command_and_what_it_started_are_killed_at_the_timeout() {
+        let marker = format!("/tmp/ork-exec-test-{}", std::process::id());
+        let script = format!("(sleep 2; touch {marker}) & sleep 30");
+        let started = std::time::Instant::now();
+        let err = run(&sh(&script), 200, 1024).await.expect_err("timeout");
+        assert!(matches!(err, CallError::ExecTimeout { .. }), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "did not wait for the sleep"
+        );
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(
+            !Path::new(&marker).exists(),
+            "the background job was killed too"
+        );
+    }
+
+    #[tokio::test]
+    async fn garbage_and_huge_stdout_are_failures() {
+        let err = run(&sh("echo not-json; echo oops >&2"), 5000, 1024)
+            .await
+            .expect_err("garbage");
+        assert!(
+            err.to_string().contains("not a JSON answer") && err.to_string().contains("oops"),
+            "{err}"
+        );
+        let err = run(&sh("head -c 100000 /dev/zero"), 5000, 1024)
+            .await
+            .expect_err("huge");
+        assert!(matches!(err, CallError::ExecTooLarge { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_reported() {
+        let err = run(&["./no-such-reconciler".to_string()], 5000, 1024)
+            .await
+            .expect_err("missing");
+        assert!(err.to_string().contains("cannot start"), "{err}");
+    }
+}
