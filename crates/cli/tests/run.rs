@@ -552,3 +552,111 @@ async fn a_bash_script_is_a_reconciler_through_the_exec_transport() -> Result<()
     assert_eq!(message, "service reported: spec.image is empty");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_in_other_namespaces_are_deleted_through_the_finalizer() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let other = TestNamespace::create(&client).await?;
+    let other_name = other.name.clone();
+    let svc = FakeService::start(move |req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or("x")
+            .to_string();
+        Reply::ok(json!({"resources": [
+            {"type": "deployment", "fields": {"name": name, "image": "nginx:1"}},
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": format!("{name}-config"), "namespace": other_name},
+             "data": {"owner": name}}
+        ]}))
+    })
+    .await?;
+    let managed = format!(
+        "              - {{group: \"\", version: v1, plural: configmaps, namespaces: [{}]}}\n",
+        other.name
+    );
+    let (client, _ork) = start_with(&ns, &http(&svc.url), &managed).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    let finalizers = api
+        .get("web")
+        .await?
+        .metadata
+        .finalizers
+        .unwrap_or_default();
+    assert_eq!(finalizers, ["orkestra.orkspace.io/remote-finalizer"]);
+    let configmaps =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), &other.name);
+    let cm = configmaps.get("web-config").await?;
+    assert!(
+        cm.metadata.owner_references.is_none(),
+        "no owner reference across namespaces"
+    );
+
+    api.delete("web", &Default::default()).await?;
+    wait_for("the CR gone", WAIT, || async {
+        matches!(api.get_opt("web").await, Ok(None)).then_some(())
+    })
+    .await?;
+    assert!(
+        configmaps.get_opt("web-config").await?.is_none(),
+        "the other-namespace child was deleted"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalize_calls_repeat_until_the_service_lets_the_cr_go() -> Result<()> {
+    let let_go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = let_go.clone();
+    let svc = FakeService::start(move |req| {
+        if req["prepared"]["finalizing"] == true {
+            let done = flag.load(std::sync::atomic::Ordering::SeqCst);
+            return Reply::ok(
+                json!({"result": "requeue", "requeueAfter": "200ms", "finalized": done}),
+            );
+        }
+        webapp_answer(req)
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (client, _ork) = start_with(&ns, &http(&svc.url), "            finalize: true\n").await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+
+    api.delete("web", &Default::default()).await?;
+    let finalize_calls = || {
+        svc.received()
+            .iter()
+            .filter(|r| r.body["prepared"]["finalizing"] == true)
+            .count()
+    };
+    wait_for("two finalize calls", WAIT, || async {
+        (finalize_calls() >= 2).then_some(())
+    })
+    .await?;
+    let held = api.get("web").await?;
+    assert!(
+        held.metadata.deletion_timestamp.is_some(),
+        "the CR is held while the service is not done"
+    );
+
+    let_go.store(true, std::sync::atomic::Ordering::SeqCst);
+    wait_for("the CR gone", WAIT, || async {
+        matches!(api.get_opt("web").await, Ok(None)).then_some(())
+    })
+    .await?;
+    let events = Api::<Event>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await?;
+    assert!(
+        events
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("WebAppFinalized"))
+    );
+    Ok(())
+}

@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub ork_namespace: String,
     /// Where the exec transport's command runs.
     pub working_dir: PathBuf,
+    /// The entry has children garbage collection cannot reach, or asks for finalize calls.
+    pub needs_finalizer: bool,
     pub recorder: Recorder,
     pub enqueue_gate: Option<CompiledGate>,
     pub reconcile_gate: Option<CompiledGate>,
@@ -255,6 +257,10 @@ async fn start_entry(
     let working_dir = options
         .katalog_dir
         .join(remote.working_dir.as_deref().unwrap_or("."));
+    let needs_finalizer = remote.finalize
+        || children
+            .iter()
+            .any(|c| c.managed.cluster_scoped || !c.managed.namespaces.is_empty());
     let shared = Arc::new(Shared {
         name: name.clone(),
         remote,
@@ -264,6 +270,7 @@ async fn start_entry(
         transport,
         credential,
         working_dir,
+        needs_finalizer,
         ork_namespace: options.ork_namespace,
         recorder,
         enqueue_gate,

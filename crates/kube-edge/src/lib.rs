@@ -23,4 +23,5 @@ pub mod labels {
     pub const HEALTH: &str = "orkestra.orkspace.io/health";
     pub const METRICS: &str = "orkestra.orkspace.io/metrics";
     pub const FIELD_MANAGER: &str = "orkestra-remote";
+    pub const FINALIZER: &str = "orkestra.orkspace.io/remote-finalizer";
 }

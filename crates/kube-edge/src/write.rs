@@ -28,6 +28,8 @@ pub enum WriteError {
     StatusFailed(kube::Error),
     #[error("annotation patch: {}", message(.0))]
     AnnotateFailed(kube::Error),
+    #[error("finalizer patch: {}", message(.0))]
+    FinalizerFailed(kube::Error),
 }
 
 /// The API server's own words for a refused request, else the client error.
@@ -160,4 +162,27 @@ pub async fn patch_annotations(
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(WriteError::AnnotateFailed)
+}
+
+/// Sets the CR's finalizers, guarded by its resourceVersion (a concurrent change fails the patch
+/// instead of being overwritten).
+///
+/// # Errors
+/// The API server refused the patch (409 when the CR changed meanwhile).
+pub async fn patch_finalizers(
+    api: &Api<DynamicObject>,
+    obj: &DynamicObject,
+    finalizers: Vec<String>,
+) -> Result<DynamicObject, WriteError> {
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": obj.resource_version(),
+    }});
+    api.patch(
+        &obj.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(WriteError::FinalizerFailed)
 }
