@@ -81,12 +81,17 @@ async fn start_with(
     transport: &str,
     extra_remote: &str,
 ) -> Result<(Client, Ork)> {
+    start_katalog(ns, &katalog(&ns.name, transport, extra_remote)).await
+}
+
+/// Starts `ork run` on the given Katalog text (the example CRD is applied first).
+async fn start_katalog(ns: &TestNamespace, katalog: &str) -> Result<(Client, Ork)> {
     let client = client().await?;
     apply_yaml(&client, CRD, &ns.name).await?;
     let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("katalog.yaml");
-    std::fs::write(&path, katalog(&ns.name, transport, extra_remote))?;
+    std::fs::write(&path, katalog)?;
     let log = dir.join("ork.log");
     let child = Command::new(env!("CARGO_BIN_EXE_ork"))
         .args(["run", "-k"])
@@ -658,5 +663,117 @@ async fn finalize_calls_repeat_until_the_service_lets_the_cr_go() -> Result<()> 
             .iter()
             .any(|e| e.reason.as_deref() == Some("WebAppFinalized"))
     );
+    Ok(())
+}
+
+const DATABASE_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: databases.demo.ork.dev}
+spec:
+  group: demo.ork.dev
+  scope: Namespaced
+  names: {plural: databases, singular: database, kind: Database}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
+/// A Database entry and a WebApp entry that depends on it (`condition`) and reads the Database
+/// named by `spec.database` as `prepared.cross.db`.
+fn two_entries(ns: &str, db_url: &str, web_url: &str, condition: &str) -> String {
+    format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: test}}
+spec:
+  crds:
+    database:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: Database, plural: databases}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          default: false
+          remote: {{endpoint: "{db_url}", managedResources: []}}
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      namespace: {ns}
+      dependsOn: {{database: {condition}}}
+      operatorBox:
+        observe:
+          cross:
+            - {{crd: database, selector: {{name: "{{{{ .spec.database }}}}"}}, as: db}}
+        reconcile:
+          default: false
+          remote:
+            endpoint: "{web_url}"
+            managedResources:
+              - {{group: apps, version: v1, plural: deployments}}
+              - {{group: "", version: v1, plural: services}}
+"#,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_objects_of_another_entry_reach_the_service() -> Result<()> {
+    let databases =
+        FakeService::start(|_| Reply::ok(json!({"status": {"endpoint": "db.internal:5432"}})))
+            .await?;
+    let webapps_svc = FakeService::start(webapp_answer).await?;
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    apply_yaml(&client, DATABASE_CRD, &ns.name).await?;
+    let katalog = two_entries(&ns.name, &databases.url, &webapps_svc.url, "started");
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    apply_yaml(&client, "apiVersion: demo.ork.dev/v1\nkind: Database\nmetadata: {name: orders}\nspec: {size: small}\n", &ns.name).await?;
+    wait_for("the Database reconciled", WAIT, || async {
+        (databases.calls() >= 1).then_some(())
+    })
+    .await?;
+    let web = "apiVersion: demo.ork.dev/v1\nkind: WebApp\nmetadata: {name: web}\nspec: {image: nginx, database: orders}\n";
+    apply_yaml(&client, web, &ns.name).await?;
+    wait_ready(&webapps(&client, &ns.name).await?, "web", "True").await?;
+    let request = &webapps_svc.received()[0].body;
+    assert_eq!(
+        request["prepared"]["cross"]["db"]["metadata"]["name"],
+        "orders"
+    );
+    assert_eq!(request["prepared"]["cross"]["db"]["spec"]["size"], "small");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_wait_until_a_dependency_is_healthy() -> Result<()> {
+    let databases =
+        FakeService::start(|_| Reply::Respond(500, "db service not ready".into())).await?;
+    let webapps_svc = FakeService::start(webapp_answer).await?;
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    apply_yaml(&client, DATABASE_CRD, &ns.name).await?;
+    let katalog = two_entries(&ns.name, &databases.url, &webapps_svc.url, "healthy");
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    apply_yaml(
+        &client,
+        "apiVersion: demo.ork.dev/v1\nkind: Database\nmetadata: {name: orders}\n",
+        &ns.name,
+    )
+    .await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    wait_for("the Database failing twice", WAIT, || async {
+        (databases.calls() >= 2).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        webapps_svc.calls(),
+        0,
+        "the WebApp entry waits for a healthy database entry"
+    );
+
+    databases.set_script(|_| Reply::ok(json!({})));
+    wait_ready(&webapps(&client, &ns.name).await?, "web", "True").await?;
+    assert_eq!(webapps_svc.calls(), 1);
     Ok(())
 }

@@ -27,6 +27,7 @@ use tracing::Instrument;
 use crate::auth::CredentialSource;
 use crate::discovery::{ChildType, resolve_managed, wait_for_cr_type};
 use crate::labels::{MANAGED, OWNER};
+use crate::registry::Registry;
 
 /// Process-wide settings for `ork run`.
 #[derive(Debug, Clone)]
@@ -51,6 +52,7 @@ pub enum RunError {
 /// An entry that cannot start (unresolvable managed type, missing credential).
 pub async fn run(client: Client, katalog: Katalog, options: RunOptions) -> Result<(), RunError> {
     let transport = HttpTransport::new().map_err(|e| RunError::Transport(e.to_string()))?;
+    let registry = Registry::default();
     let mut tasks = tokio::task::JoinSet::new();
     for (name, entry) in katalog.spec.crds {
         if !entry.enabled {
@@ -60,10 +62,11 @@ pub async fn run(client: Client, katalog: Katalog, options: RunOptions) -> Resul
         let client = client.clone();
         let transport = transport.clone();
         let options = options.clone();
+        let registry = registry.clone();
         let span = tracing::info_span!("entry", entry = %name);
         tasks.spawn(
             async move {
-                start_entry(client, name.clone(), entry, transport, options)
+                start_entry(client, name.clone(), entry, transport, options, registry)
                     .await
                     .map_err(|message| RunError::Entry {
                         entry: name,
@@ -96,6 +99,8 @@ pub(crate) struct Shared {
     pub working_dir: PathBuf,
     /// The entry has children garbage collection cannot reach, or asks for finalize calls.
     pub needs_finalizer: bool,
+    /// Every entry of this run (for `observe.cross` and `dependsOn`).
+    pub registry: Registry,
     pub recorder: Recorder,
     pub enqueue_gate: Option<CompiledGate>,
     pub reconcile_gate: Option<CompiledGate>,
@@ -194,6 +199,7 @@ async fn start_entry(
     entry: CrdEntry,
     transport: HttpTransport,
     options: RunOptions,
+    registry: Registry,
 ) -> Result<(), String> {
     let remote = entry
         .operator_box
@@ -271,6 +277,7 @@ async fn start_entry(
         credential,
         working_dir,
         needs_finalizer,
+        registry: registry.clone(),
         ork_namespace: options.ork_namespace,
         recorder,
         enqueue_gate,
@@ -287,6 +294,11 @@ async fn start_entry(
     }
     tasks.spawn(watch_crs(shared.clone()).in_current_span());
     tasks.spawn(resync(shared.clone()).in_current_span());
+    // Watches fill the caches meanwhile; workers start once the dependencies are met.
+    registry
+        .wait_for_dependencies(&shared.name, &shared.entry)
+        .await;
+    registry.register(shared.clone());
     tasks.spawn(dispatch(shared).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())

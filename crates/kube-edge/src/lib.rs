@@ -11,6 +11,7 @@ pub mod auth;
 pub mod controller;
 pub mod discovery;
 mod reconcile;
+mod registry;
 pub mod write;
 
 pub use controller::{RunOptions, run};

@@ -50,7 +50,7 @@ pub(super) async fn ask(
         args: render_args(&shared.remote.args, cr)?,
         prepared: Prepared {
             children: children_of(shared, obj),
-            cross: BTreeMap::new(),
+            cross: shared.registry.cross(shared, cr)?,
             sentinels: sentinels
                 .iter()
                 .map(|(s, v)| (s.name().to_string(), *v))

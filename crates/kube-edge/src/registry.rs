@@ -1,0 +1,131 @@
+//! The entries of one `ork run`, so that one entry can read another's objects
+//! (`observe.cross`, sent as `prepared.cross`) and wait for it to start (`dependsOn`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use kube::ResourceExt;
+use ork_engine::health::State;
+use ork_katalog::{CrdEntry, DependencyCondition};
+use serde_json::Value;
+
+use crate::controller::Shared;
+
+#[derive(Clone, Default)]
+pub(crate) struct Registry(Arc<RwLock<HashMap<String, Arc<Shared>>>>);
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Registry")
+    }
+}
+
+impl Registry {
+    /// Records that an entry's workers are starting.
+    pub fn register(&self, shared: Arc<Shared>) {
+        if let Ok(mut map) = self.0.write() {
+            map.insert(shared.name.clone(), shared);
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<Shared>> {
+        self.0.read().ok()?.get(name).cloned()
+    }
+
+    /// Whether `name` meets `condition`: started, or healthy (a started entry with nothing to
+    /// reconcile and no failures counts as healthy).
+    fn meets(&self, name: &str, condition: DependencyCondition) -> bool {
+        let Some(dep) = self.get(name) else {
+            return false;
+        };
+        match condition {
+            DependencyCondition::Started => true,
+            DependencyCondition::Healthy => {
+                let st = dep.lock();
+                st.health.state == State::Healthy
+                    || (st.crs.is_empty()
+                        && st.health.consecutive_fails == 0
+                        && st.health.state != State::Degraded)
+            }
+        }
+    }
+
+    /// Waits until every `dependsOn` of `entry` is met, logging every 10 s while it waits.
+    pub async fn wait_for_dependencies(&self, name: &str, entry: &CrdEntry) {
+        let deps = entry.depends_on.entries();
+        let mut waited = 0u32;
+        loop {
+            let unmet: Vec<String> = deps
+                .iter()
+                .filter(|(dep, cond)| !self.meets(dep, *cond))
+                .map(|(dep, cond)| format!("{dep} ({cond:?})"))
+                .collect();
+            if unmet.is_empty() {
+                return;
+            }
+            if waited.is_multiple_of(20) {
+                tracing::info!(entry = name, waiting_for = %unmet.join(", "), "dependencies not met yet; workers wait");
+            }
+            waited += 1;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// `prepared.cross`: for each `observe.cross` of `shared`'s entry, the other entry's objects
+    /// chosen by the selector, rendered against `cr`. A name selects one object (or `null`),
+    /// labels select a list; the namespace defaults to the CR's.
+    ///
+    /// # Errors
+    /// A selector template that fails to render.
+    pub fn cross(&self, shared: &Shared, cr: &Value) -> Result<BTreeMap<String, Value>, String> {
+        let mut out = BTreeMap::new();
+        for c in &shared.entry.operator_box.observe.cross {
+            let render = |t: &ork_katalog::Template| {
+                t.render(cr)
+                    .map_err(|e| format!("observe.cross {}: {e}", c.alias))
+            };
+            let Some(other) = self.get(&c.crd) else {
+                out.insert(c.alias.clone(), Value::Null);
+                continue;
+            };
+            let namespace = match &c.selector.namespace {
+                Some(t) => Some(render(t)?),
+                None => cr
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            };
+            let labels = c
+                .selector
+                .labels
+                .iter()
+                .map(|(k, t)| Ok((k.clone(), render(t)?)))
+                .collect::<Result<Vec<_>, String>>()?;
+            let st = other.lock();
+            let value = match &c.selector.name {
+                Some(t) => {
+                    let name = render(t)?;
+                    let key = match (&namespace, other.entry.namespaced) {
+                        (Some(ns), true) => format!("{ns}/{name}"),
+                        _ => name,
+                    };
+                    st.crs
+                        .get(&key)
+                        .and_then(|o| serde_json::to_value(o).ok())
+                        .unwrap_or(Value::Null)
+                }
+                None => Value::Array(
+                    st.crs
+                        .values()
+                        .filter(|o| !other.entry.namespaced || o.namespace() == namespace)
+                        .filter(|o| labels.iter().all(|(k, v)| o.labels().get(k) == Some(v)))
+                        .filter_map(|o| serde_json::to_value(o).ok())
+                        .collect(),
+                ),
+            };
+            out.insert(c.alias.clone(), value);
+        }
+        Ok(out)
+    }
+}
