@@ -49,6 +49,7 @@ pub struct FakeService {
     pub url: String,
     received: Arc<Mutex<Vec<Received>>>,
     script: Arc<Mutex<Script>>,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl std::fmt::Debug for FakeService {
@@ -76,10 +77,13 @@ impl FakeService {
             url: format!("http://{}/reconcile", listener.local_addr()?),
             received: Arc::default(),
             script: Arc::new(Mutex::new(Box::new(script))),
+            connections: Arc::default(),
         };
         let s = svc.clone();
         tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
+                s.connections
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tokio::spawn(s.clone().serve(conn));
             }
         });
@@ -142,6 +146,11 @@ impl FakeService {
     /// How many requests arrived so far.
     pub fn calls(&self) -> usize {
         lock(&self.received).len()
+    }
+
+    /// How many TCP connections were accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every request so far.

@@ -222,3 +222,68 @@ fn host_allowed(endpoint: &Template, url: &str, allowed: &[String]) -> bool {
             .iter()
             .any(|a| a == host || host.split(':').next() == Some(a.as_str()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn template(s: &str) -> Template {
+        Template::parse(s).expect("template")
+    }
+
+    #[test]
+    fn credentials_go_only_to_the_literal_host_or_allowed_hosts() {
+        let literal = template("http://svc.team:8080/{{ .spec.path }}");
+        assert!(host_allowed(&literal, "http://svc.team:8080/x", &[]));
+        assert!(!host_allowed(&literal, "http://evil.example:8080/x", &[]));
+
+        let templated_host = template("http://{{ .spec.host }}/reconcile");
+        assert!(!host_allowed(
+            &templated_host,
+            "http://attacker.example/reconcile",
+            &[]
+        ));
+        let allowed = ["svc-a.team".to_string()];
+        assert!(host_allowed(
+            &templated_host,
+            "http://svc-a.team:8080/reconcile",
+            &allowed
+        ));
+        assert!(!host_allowed(
+            &templated_host,
+            "http://svc-b.team/reconcile",
+            &allowed
+        ));
+    }
+
+    #[test]
+    fn excluded_paths_are_removed_from_the_object() {
+        let cr = json!({"metadata": {"name": "a", "managedFields": [1]}, "spec": {"secret": "x", "keep": 1}});
+        let out = strip_paths(
+            cr,
+            &[
+                "metadata.managedFields".into(),
+                "spec.secret".into(),
+                "no.such".into(),
+            ],
+        );
+        assert_eq!(out, json!({"metadata": {"name": "a"}, "spec": {"keep": 1}}));
+    }
+
+    #[test]
+    fn templated_args_are_rendered_and_coerced() {
+        let args = BTreeMap::from([
+            ("env".to_string(), json!("{{ .spec.env }}")),
+            ("replicas".to_string(), json!("{{ .spec.replicas }}")),
+            ("flag".to_string(), json!("{{ .spec.flag }}")),
+            ("fixed".to_string(), json!({"a": 1})),
+        ]);
+        let cr = json!({"spec": {"env": "prod", "replicas": 3, "flag": true}});
+        let out = render_args(&args, &cr).expect("renders").expect("some");
+        assert_eq!(out["env"], "prod");
+        assert_eq!(out["replicas"], 3);
+        assert_eq!(out["flag"], true);
+        assert_eq!(out["fixed"], json!({"a": 1}));
+    }
+}

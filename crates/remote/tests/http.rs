@@ -1,0 +1,112 @@
+//! The HTTP transport against a real service on 127.0.0.1.
+
+use std::time::Duration;
+
+use ork_remote::{Call, CallError, Credential, HttpTransport};
+use ork_test_support::fake_service::{FakeService, Reply};
+
+fn call<'a>(url: &'a str, credential: Option<&'a Credential>, max_bytes: u64) -> Call<'a> {
+    Call {
+        url,
+        body: br#"{"key":"ns/a"}"#.to_vec(),
+        credential,
+        timeout: Duration::from_millis(500),
+        max_bytes,
+    }
+}
+
+fn transport() -> HttpTransport {
+    ork_test_support::install_crypto();
+    HttpTransport::new().expect("client")
+}
+
+#[tokio::test]
+async fn posts_json_with_credential_and_trace_headers() {
+    let svc = FakeService::start(|_| Reply::ok(r#"{"result":"ok"}"#))
+        .await
+        .expect("service");
+    let cred = Credential::new("Authorization", "s3cret").expect("credential");
+    let body = transport()
+        .call(call(&svc.url, Some(&cred), 1024))
+        .await
+        .expect("answer");
+    assert_eq!(body, br#"{"result":"ok"}"#);
+    let req = &svc.received()[0];
+    assert!(req.head.starts_with("POST /reconcile "));
+    assert_eq!(req.header("authorization"), Some("Bearer s3cret"));
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    assert_eq!(
+        req.header("traceparent").map(|t| t.split('-').count()),
+        Some(4)
+    );
+    assert!(req.header("x-ork-delivery").is_some());
+    assert_eq!(req.body["key"], "ns/a");
+}
+
+#[tokio::test]
+async fn connections_are_reused() {
+    let svc = FakeService::start(|_| Reply::ok("{}"))
+        .await
+        .expect("service");
+    let t = transport();
+    for _ in 0..3 {
+        t.call(call(&svc.url, None, 1024)).await.expect("answer");
+    }
+    assert_eq!(svc.calls(), 3);
+    assert_eq!(
+        svc.connections(),
+        1,
+        "keep-alive: one connection for three calls"
+    );
+}
+
+#[tokio::test]
+async fn status_timeout_and_size_failures_say_which() {
+    let svc = FakeService::start(|_| Reply::Respond(503, "busy".into()))
+        .await
+        .expect("service");
+    let err = transport()
+        .call(call(&svc.url, None, 1024))
+        .await
+        .expect_err("503");
+    assert_eq!(
+        err.to_string(),
+        format!("POST {}: unexpected status 503: busy", svc.url)
+    );
+
+    svc.set_script(|_| Reply::ok("x".repeat(5000)));
+    let err = transport()
+        .call(call(&svc.url, None, 1024))
+        .await
+        .expect_err("too large");
+    assert!(
+        matches!(err, CallError::TooLarge { limit: 1024, .. }),
+        "{err}"
+    );
+
+    svc.set_script(|_| Reply::Hang);
+    let err = transport()
+        .call(call(&svc.url, None, 1024))
+        .await
+        .expect_err("timeout");
+    assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn errors_never_contain_the_credential() {
+    let cred = Credential::new("X-Api-Key", "s3cret-value").expect("credential");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let url = format!("http://user:pw@{closed}/reconcile");
+    let err = transport()
+        .call(call(&url, Some(&cred), 1024))
+        .await
+        .expect_err("refused");
+    let text = format!("{err} {err:?}");
+    assert!(
+        !text.contains("s3cret-value") && !text.contains("pw@"),
+        "{text}"
+    );
+}
