@@ -25,31 +25,41 @@ enum Command {
         katalog: PathBuf,
     },
     /// Run the remote reconcilers of a Katalog against the cluster.
-    Run {
-        /// The Katalog file.
-        #[arg(short = 'k', long = "katalog")]
-        katalog: PathBuf,
-        /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
-        #[arg(long)]
-        kubeconfig: Option<PathBuf>,
-        /// Kubeconfig context to use.
-        #[arg(long)]
-        context: Option<String>,
-        /// Log as JSON lines instead of text.
-        #[arg(long)]
-        log_json: bool,
-    },
+    Run(RunArgs),
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
-        Command::Run {
-            katalog,
-            kubeconfig,
-            context,
-            log_json,
-        } => crate::run::run(&katalog, kubeconfig, context, log_json),
+        Command::Run(args) => crate::run::run(args),
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The Katalog file.
+    #[arg(short = 'k', long = "katalog")]
+    pub katalog: PathBuf,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Log as JSON lines instead of text.
+    #[arg(long)]
+    pub log_json: bool,
+    /// Address of /healthz, /readyz, /metrics and /katalog (`none` to serve nothing).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http_addr: String,
+    /// Reconcile only while holding the Lease `orkestra-konductor` in ork's namespace.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// How long a leader's lease stays valid without renewal.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    pub lease_duration: std::time::Duration,
+    /// On SIGTERM, how long in-flight reconciles may take to finish.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: std::time::Duration,
 }

@@ -1,5 +1,8 @@
-//! `ork run -k FILE`: load the Katalog, connect, run every entry until SIGINT/SIGTERM.
+//! `ork run -k FILE`: load the Katalog, connect, serve the HTTP endpoints, (with
+//! `--leader-elect`) campaign for the Lease, and run every entry until SIGINT/SIGTERM; then stop
+//! taking work, let in-flight reconciles finish within `--shutdown-grace`, release the Lease.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -7,16 +10,14 @@ use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use ork_katalog::load_file;
-use ork_kube::RunOptions;
+use ork_kube::leader::{Elector, LeaseConfig};
+use ork_kube::{RunOptions, Runtime};
 
-pub fn run(
-    path: &Path,
-    kubeconfig: Option<PathBuf>,
-    context: Option<String>,
-    log_json: bool,
-) -> ExitCode {
-    init_logging(log_json);
-    let katalog = match load_file(path) {
+use crate::cli::RunArgs;
+
+pub fn run(args: RunArgs) -> ExitCode {
+    init_logging(args.log_json);
+    let katalog = match load_file(&args.katalog) {
         Ok(k) => k,
         Err(problems) => {
             eprintln!("{problems}");
@@ -30,12 +31,7 @@ pub fn run(
             return ExitCode::FAILURE;
         }
     };
-    let katalog_dir = path
-        .parent()
-        .map(Path::to_path_buf)
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| PathBuf::from("."));
-    match runtime.block_on(serve(katalog, katalog_dir, kubeconfig, context)) {
+    match runtime.block_on(serve(katalog, args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -44,27 +40,76 @@ pub fn run(
     }
 }
 
-async fn serve(
-    katalog: ork_katalog::Katalog,
-    katalog_dir: PathBuf,
-    kubeconfig: Option<PathBuf>,
-    context: Option<String>,
-) -> Result<()> {
+async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     // Exactly one TLS provider in the process; reqwest and kube both need it installed first.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = connect(kubeconfig, context).await?;
+    let client = connect(args.kubeconfig.clone(), args.context.clone()).await?;
     let options = RunOptions {
         ork_namespace: ork_namespace(),
-        katalog_dir,
+        katalog_dir: args
+            .katalog
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from(".")),
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
-    tokio::select! {
-        result = ork_kube::run(client, katalog, options) => result.map_err(Into::into),
-        () = shutdown_signal() => {
-            tracing::info!("shutting down");
-            Ok(())
-        }
+    let runtime = Runtime::new(&katalog, !args.leader_elect);
+    if args.http_addr != "none" {
+        let addr: SocketAddr = args
+            .http_addr
+            .parse()
+            .with_context(|| format!("--http-addr {:?} is not host:port", args.http_addr))?;
+        let runtime = runtime.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::http::serve(addr, runtime).await {
+                tracing::error!(%addr, error = %e, "cannot serve the HTTP endpoints");
+            }
+        });
     }
+    let elector = args.leader_elect.then(|| {
+        Elector::new(
+            client.clone(),
+            &options.ork_namespace,
+            identity(),
+            LeaseConfig::with_duration(args.lease_duration),
+        )
+    });
+    if let Some(elector) = elector.clone() {
+        let runtime = runtime.clone();
+        tokio::spawn(async move { elector.campaign(runtime).await });
+    }
+    let result = tokio::select! {
+        result = runtime.run(client, katalog, options) => result.map_err(anyhow::Error::from),
+        () = shutdown_signal() => Ok(()),
+    };
+    // Stop taking work, let what is in flight finish (bounded), then hand the lease over.
+    runtime.set_active(false);
+    let left = runtime.drain(args.shutdown_grace).await;
+    if left > 0 {
+        tracing::warn!(
+            abandoned = left,
+            "reconciles still in flight at the end of the grace period; their objects are reconciled again by the next leader"
+        );
+    }
+    if let Some(elector) = elector {
+        elector.release().await;
+    }
+    tracing::info!("stopped");
+    result
+}
+
+/// This process's name in the Lease: `POD_NAME` in a cluster, else host and process id.
+fn identity() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "ork".into());
+            format!("{host}-{}", std::process::id())
+        })
 }
 
 async fn connect(kubeconfig: Option<PathBuf>, context: Option<String>) -> Result<Client> {

@@ -18,7 +18,7 @@ use ork_engine::gate::{CompiledGate, sentinels};
 use ork_engine::health::Health;
 use ork_engine::queue::{Reason, WorkQueue};
 use ork_engine::ratelimit::TokenBucket;
-use ork_katalog::{Check, CrdEntry, Katalog, Remote, Sentinel};
+use ork_katalog::{Check, CrdEntry, Remote, Sentinel};
 use ork_remote::HttpTransport;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -27,7 +27,7 @@ use tracing::Instrument;
 use crate::auth::CredentialSource;
 use crate::discovery::{ChildType, resolve_managed, wait_for_cr_type};
 use crate::labels::{MANAGED, OWNER};
-use crate::registry::Registry;
+use crate::runtime::Process;
 
 /// Process-wide settings for `ork run`.
 #[derive(Debug, Clone)]
@@ -46,44 +46,6 @@ pub enum RunError {
     Entry { entry: String, message: String },
 }
 
-/// Runs every enabled entry of the Katalog until one fails to start or the process is stopped.
-///
-/// # Errors
-/// An entry that cannot start (unresolvable managed type, missing credential).
-pub async fn run(client: Client, katalog: Katalog, options: RunOptions) -> Result<(), RunError> {
-    let transport = HttpTransport::new().map_err(|e| RunError::Transport(e.to_string()))?;
-    let registry = Registry::default();
-    let mut tasks = tokio::task::JoinSet::new();
-    for (name, entry) in katalog.spec.crds {
-        if !entry.enabled {
-            tracing::info!(entry = %name, "disabled; not started");
-            continue;
-        }
-        let client = client.clone();
-        let transport = transport.clone();
-        let options = options.clone();
-        let registry = registry.clone();
-        let span = tracing::info_span!("entry", entry = %name);
-        tasks.spawn(
-            async move {
-                start_entry(client, name.clone(), entry, transport, options, registry)
-                    .await
-                    .map_err(|message| RunError::Entry {
-                        entry: name,
-                        message,
-                    })
-            }
-            .instrument(span),
-        );
-    }
-    while let Some(done) = tasks.join_next().await {
-        if let Ok(Err(e)) = done {
-            return Err(e);
-        }
-    }
-    Ok(())
-}
-
 /// Everything one entry's tasks share.
 pub(crate) struct Shared {
     pub name: String,
@@ -99,8 +61,8 @@ pub(crate) struct Shared {
     pub working_dir: PathBuf,
     /// The entry has children garbage collection cannot reach, or asks for finalize calls.
     pub needs_finalizer: bool,
-    /// Every entry of this run (for `observe.cross` and `dependsOn`).
-    pub registry: Registry,
+    /// What every entry of this run shares (registry, metrics, the active switch).
+    pub process: Arc<Process>,
     pub recorder: Recorder,
     pub enqueue_gate: Option<CompiledGate>,
     pub reconcile_gate: Option<CompiledGate>,
@@ -164,6 +126,11 @@ impl State {
         }
     }
 
+    /// Reconciles of this entry in flight.
+    pub fn busy(&self) -> usize {
+        self.busy
+    }
+
     fn queue_in_flight(&self, key: &str) -> bool {
         self.queue.is_in_flight(&key.to_string())
     }
@@ -193,13 +160,13 @@ pub(crate) fn key_of(obj: &DynamicObject) -> String {
     }
 }
 
-async fn start_entry(
+pub(crate) async fn start_entry(
     client: Client,
     name: String,
     entry: CrdEntry,
     transport: HttpTransport,
     options: RunOptions,
-    registry: Registry,
+    process: Arc<Process>,
 ) -> Result<(), String> {
     let remote = entry
         .operator_box
@@ -277,7 +244,7 @@ async fn start_entry(
         credential,
         working_dir,
         needs_finalizer,
-        registry: registry.clone(),
+        process: process.clone(),
         ork_namespace: options.ork_namespace,
         recorder,
         enqueue_gate,
@@ -295,10 +262,11 @@ async fn start_entry(
     tasks.spawn(watch_crs(shared.clone()).in_current_span());
     tasks.spawn(resync(shared.clone()).in_current_span());
     // Watches fill the caches meanwhile; workers start once the dependencies are met.
-    registry
+    process
+        .registry
         .wait_for_dependencies(&shared.name, &shared.entry)
         .await;
-    registry.register(shared.clone());
+    process.registry.register(shared.clone());
     tasks.spawn(dispatch(shared).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())
@@ -334,6 +302,7 @@ async fn watch_crs(shared: Arc<Shared>) {
         match event {
             watcher::Event::Init => relist = Some(HashSet::new()),
             watcher::Event::InitDone => {
+                shared.process.mark_synced(&shared.name);
                 if let Some(seen) = relist.take() {
                     let gone: Vec<String> = st
                         .crs
@@ -522,7 +491,15 @@ async fn resync(shared: Arc<Shared>) {
 
 async fn dispatch(shared: Arc<Shared>) {
     let workers = shared.entry.operator_box.reconcile.workers as usize;
+    let mut active = shared.process.active.clone();
     loop {
+        // A standby (or a process shutting down) keeps its caches but starts no reconcile.
+        if !*active.borrow_and_update() {
+            if active.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
         let deadline = {
             let mut st = shared.lock();
             st.queue.promote(Instant::now());
@@ -549,6 +526,7 @@ async fn dispatch(shared: Arc<Shared>) {
         tokio::select! {
             () = shared.wake.notified() => {}
             () = tokio::time::sleep(sleep) => {}
+            _ = active.changed() => {}
         }
     }
 }

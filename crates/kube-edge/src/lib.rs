@@ -10,11 +10,15 @@
 pub mod auth;
 pub mod controller;
 pub mod discovery;
+pub mod leader;
+mod metrics;
 mod reconcile;
 mod registry;
+mod runtime;
 pub mod write;
 
-pub use controller::{RunOptions, run};
+pub use controller::{RunError, RunOptions};
+pub use runtime::{EntryReport, Runtime};
 
 /// Labels and annotations ork puts on what it manages.
 pub mod labels {

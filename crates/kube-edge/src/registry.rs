@@ -29,8 +29,16 @@ impl Registry {
         }
     }
 
-    fn get(&self, name: &str) -> Option<Arc<Shared>> {
+    pub fn get(&self, name: &str) -> Option<Arc<Shared>> {
         self.0.read().ok()?.get(name).cloned()
+    }
+
+    /// Every started entry.
+    pub fn all(&self) -> Vec<Arc<Shared>> {
+        self.0
+            .read()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Whether `name` meets `condition`: started, or healthy (a started entry with nothing to

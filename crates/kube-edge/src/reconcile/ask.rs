@@ -50,7 +50,7 @@ pub(super) async fn ask(
         args: render_args(&shared.remote.args, cr)?,
         prepared: Prepared {
             children: children_of(shared, obj),
-            cross: shared.registry.cross(shared, cr)?,
+            cross: shared.process.registry.cross(shared, cr)?,
             sentinels: sentinels
                 .iter()
                 .map(|(s, v)| (s.name().to_string(), *v))
@@ -65,9 +65,14 @@ pub(super) async fn ask(
         },
     };
     let body = serde_json::to_vec(&request).map_err(|e| format!("encoding the request: {e}"))?;
-    let answer = send(shared, cr, body)
-        .await
-        .map_err(|e| format!("remote reconciler: {e}"))?;
+    let started = Instant::now();
+    let answer = send(shared, cr, body).await;
+    shared.process.metrics.remote_call(
+        &shared.name,
+        if answer.is_ok() { "ok" } else { "error" },
+        started.elapsed(),
+    );
+    let answer = answer.map_err(|e| format!("remote reconciler: {e}"))?;
     let policy = Policy {
         owner: subject.owner.reference.clone(),
         managed: shared.children.iter().map(|c| c.managed.clone()).collect(),

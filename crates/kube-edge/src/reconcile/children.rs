@@ -52,9 +52,15 @@ pub(super) async fn apply(
                 .is_some_and(|live| already_applied(&object, &live));
             if !unchanged {
                 let t = &shared.children[index];
-                applies.push(
-                    async move { apply_child(&shared.client, t, child, &object, force).await },
-                );
+                applies.push(async move {
+                    let result = apply_child(&shared.client, t, child, &object, force).await;
+                    shared.process.metrics.applied(
+                        &shared.name,
+                        &child.managed.kind,
+                        if result.is_ok() { "ok" } else { "error" },
+                    );
+                    result
+                });
             }
         }
         // Children are independent: apply them together, remember every write that landed,
@@ -100,9 +106,18 @@ pub(super) async fn prune(
     };
     for (i, child) in stale {
         shared.lock().pruned.insert(child.uid().unwrap_or_default());
-        prune_child(&shared.client, &shared.children[i], &child)
-            .await
-            .map_err(|e| e.to_string())?;
+        let result = prune_child(&shared.client, &shared.children[i], &child).await;
+        let kind = &shared.children[i].managed.kind;
+        shared.process.metrics.applied(
+            &shared.name,
+            kind,
+            if result.is_ok() {
+                "pruned"
+            } else {
+                "prune_error"
+            },
+        );
+        result.map_err(|e| e.to_string())?;
         tracing::info!(kind = %shared.children[i].managed.kind, child = %child.name_any(), "pruned");
     }
     Ok(())

@@ -68,6 +68,10 @@ pub(crate) async fn reconcile(shared: &Shared, key: &str, reason: Reason) -> Nex
         if let Err(why) = gate.evaluate(&gate_context(&subject.cr, &health), &sentinels) {
             tracing::info!(reason = %why, "gated");
             shared.lock().health.record_gated(&why);
+            shared
+                .process
+                .metrics
+                .reconciled(&shared.name, "gated", started.elapsed());
             return Next::Idle;
         }
     }
@@ -118,6 +122,11 @@ pub(crate) async fn reconcile(shared: &Shared, key: &str, reason: Reason) -> Nex
         };
         (next, stats.clone())
     };
+    shared.process.metrics.reconciled(
+        &shared.name,
+        if error.is_some() { "error" } else { "ok" },
+        elapsed,
+    );
     match &error {
         None => tracing::info!(ms = elapsed.as_millis() as u64, "reconciled"),
         Some(e) => {

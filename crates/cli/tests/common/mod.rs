@@ -1,0 +1,200 @@
+//! Helpers shared by the tests that run `ork run` against the local cluster: start ork on a
+//! Katalog (its log captured, its HTTP endpoints on a free loopback port), create WebApps, wait
+//! for Ready.
+#![allow(dead_code)] // each test file uses a different part
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Result;
+use kube::Client;
+use kube::api::Api;
+use kube::core::{DynamicObject, GroupVersionKind};
+use ork_test_support::fake_service::{FakeService, webapp_answer};
+use ork_test_support::{TestNamespace, apply_yaml, client, resolve, wait_for};
+
+pub const CRD: &str = include_str!("../../../../examples/webapp/crd.yaml");
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// `ork run` on a Katalog for the test namespace; its stderr goes to `log`. Killed when dropped;
+/// the log is printed if the test failed.
+pub struct Ork {
+    pub child: Child,
+    pub log: PathBuf,
+    /// Where this ork serves /healthz, /readyz, /metrics and /katalog.
+    pub http: SocketAddr,
+}
+
+impl Ork {
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Ork {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- ork log ---\n{}", self.log());
+        }
+    }
+}
+
+/// The Katalog line that says where the service is.
+pub fn http(url: &str) -> String {
+    format!("endpoint: \"{url}\"")
+}
+
+pub fn katalog(ns: &str, transport: &str, extra_remote: &str) -> String {
+    format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: test}}
+spec:
+  crds:
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          default: false
+          resync: 10m
+          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
+          remote:
+            {transport}
+            timeout: 2s
+            managedResources:
+              - {{group: apps, version: v1, plural: deployments}}
+              - {{group: "", version: v1, plural: services}}
+{extra_remote}"#
+    )
+}
+
+pub async fn start(ns: &TestNamespace, svc: &FakeService) -> Result<(Client, Ork)> {
+    start_with(ns, &http(&svc.url), "").await
+}
+
+/// Starts `ork run` for the test namespace; `transport` is the `endpoint:` or `command:` line,
+/// `extra_remote` YAML added to the `remote` block (12 spaces of indentation).
+pub async fn start_with(
+    ns: &TestNamespace,
+    transport: &str,
+    extra_remote: &str,
+) -> Result<(Client, Ork)> {
+    start_katalog(ns, &katalog(&ns.name, transport, extra_remote)).await
+}
+
+/// Starts `ork run` on the given Katalog text (the example CRD is applied first).
+pub async fn start_katalog(ns: &TestNamespace, katalog: &str) -> Result<(Client, Ork)> {
+    let client = client().await?;
+    apply_yaml(&client, CRD, &ns.name).await?;
+    let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("katalog.yaml");
+    std::fs::write(&path, katalog)?;
+    let ork = spawn_ork(&path, &dir.join("ork.log"), &[], &[])?;
+    Ok((client, ork))
+}
+
+/// Spawns `ork run -k katalog` with `args` and `env`, its stderr to `log`, its HTTP endpoints on
+/// a free loopback port.
+pub fn spawn_ork(
+    katalog: &std::path::Path,
+    log: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Ork> {
+    let http = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let child = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["run", "-k"])
+        .arg(katalog)
+        .arg("--kubeconfig")
+        .arg(ork_test_support::kubeconfig_path())
+        .arg(format!("--http-addr={http}"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env(
+            "RUST_LOG",
+            "debug,kube_client=off,hyper=off,reqwest=off,tower=off,h2=off,rustls=off",
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log)?)
+        .spawn()?;
+    Ok(Ork {
+        child,
+        log: log.to_path_buf(),
+        http,
+    })
+}
+
+pub async fn create_webapp(client: &Client, ns: &str, name: &str, image: &str) -> Result<()> {
+    let yaml = format!(
+        "apiVersion: demo.ork.dev/v1\nkind: WebApp\nmetadata: {{name: {name}}}\nspec: {{image: \"{image}\", replicas: 1}}\n"
+    );
+    apply_yaml(client, &yaml, ns).await?;
+    Ok(())
+}
+
+pub async fn webapps(client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
+    let (ar, _) = resolve(
+        client,
+        &GroupVersionKind::gvk("demo.ork.dev", "v1", "WebApp"),
+    )
+    .await?;
+    Ok(Api::namespaced_with(client.clone(), ns, &ar))
+}
+
+pub fn ready(obj: &DynamicObject) -> Option<(String, String)> {
+    obj.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+}
+
+pub async fn wait_ready(
+    api: &Api<DynamicObject>,
+    name: &str,
+    want: &str,
+) -> Result<(String, String)> {
+    wait_for(&format!("{name} Ready={want}"), WAIT, || async {
+        let obj = api.get(name).await.ok()?;
+        ready(&obj).filter(|(s, _)| s == want)
+    })
+    .await
+}
+
+/// The example answer's WebApp "web" created and reconciled to Ready=True.
+pub struct Ready {
+    pub svc: FakeService,
+    pub ns: TestNamespace,
+    pub client: Client,
+    pub api: Api<DynamicObject>,
+    pub _ork: Ork,
+}
+
+impl Ready {
+    pub async fn web() -> Result<Ready> {
+        let svc = FakeService::start(webapp_answer).await?;
+        let ns = TestNamespace::create(&client().await?).await?;
+        let (client, ork) = start(&ns, &svc).await?;
+        create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+        let api = webapps(&client, &ns.name).await?;
+        wait_ready(&api, "web", "True").await?;
+        Ok(Ready {
+            svc,
+            ns,
+            client,
+            api,
+            _ork: ork,
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! Prometheus metrics of one `ork run`, served at `/metrics`.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EntryLabel {
+    entry: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    entry: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    entry: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApplyLabels {
+    entry: String,
+    kind: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    entry: String,
+    state: String,
+}
+
+fn seconds_histogram() -> Histogram {
+    // 1 ms to ~33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// The metric families; cheap to clone (families share their storage).
+#[derive(Clone)]
+pub(crate) struct Metrics {
+    registry: std::sync::Arc<Registry>,
+    reconciles: Family<ResultLabels, Counter>,
+    reconcile_duration: Family<EntryLabel, Histogram, fn() -> Histogram>,
+    remote_calls: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
+    applies: Family<ApplyLabels, Counter>,
+    queue_depth: Family<EntryLabel, Gauge>,
+    workers_busy: Family<EntryLabel, Gauge>,
+    health_state: Family<StateLabels, Gauge>,
+    leader: Gauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+pub(crate) const STATES: [&str; 4] = ["pending", "healthy", "degraded", "gated"];
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let reconciles = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "ork_reconciles",
+            "Reconciles by entry and result (ok, error, gated)",
+            reconciles.clone(),
+        );
+        let reconcile_duration: Family<EntryLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(seconds_histogram);
+        registry.register(
+            "ork_reconcile_duration_seconds",
+            "Duration of a whole reconcile (call, apply, status, events)",
+            reconcile_duration.clone(),
+        );
+        let remote_calls: Family<OutcomeLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(seconds_histogram);
+        registry.register(
+            "ork_remote_call_duration_seconds",
+            "Duration of calls to the reconcile service by entry and outcome",
+            remote_calls.clone(),
+        );
+        let applies = Family::<ApplyLabels, Counter>::default();
+        registry.register(
+            "ork_apply_operations",
+            "Server-side applies and prunes of children by entry, kind and result",
+            applies.clone(),
+        );
+        let queue_depth = Family::<EntryLabel, Gauge>::default();
+        registry.register(
+            "ork_queue_depth",
+            "Objects waiting to be reconciled",
+            queue_depth.clone(),
+        );
+        let workers_busy = Family::<EntryLabel, Gauge>::default();
+        registry.register(
+            "ork_workers_busy",
+            "Reconciles in flight",
+            workers_busy.clone(),
+        );
+        let health_state = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "ork_entry_health_state",
+            "1 for the entry's current health state (pending, healthy, degraded, gated), else 0",
+            health_state.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "ork_leader",
+            "1 while this process may reconcile (leader, or no election)",
+            leader.clone(),
+        );
+        Metrics {
+            registry: std::sync::Arc::new(registry),
+            reconciles,
+            reconcile_duration,
+            remote_calls,
+            applies,
+            queue_depth,
+            workers_busy,
+            health_state,
+            leader,
+        }
+    }
+
+    pub fn reconciled(&self, entry: &str, result: &str, took: Duration) {
+        self.reconciles
+            .get_or_create(&ResultLabels {
+                entry: entry.into(),
+                result: result.into(),
+            })
+            .inc();
+        if result != "gated" {
+            self.reconcile_duration
+                .get_or_create(&EntryLabel {
+                    entry: entry.into(),
+                })
+                .observe(took.as_secs_f64());
+        }
+    }
+
+    pub fn remote_call(&self, entry: &str, outcome: &str, took: Duration) {
+        self.remote_calls
+            .get_or_create(&OutcomeLabels {
+                entry: entry.into(),
+                outcome: outcome.into(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn applied(&self, entry: &str, kind: &str, result: &str) {
+        self.applies
+            .get_or_create(&ApplyLabels {
+                entry: entry.into(),
+                kind: kind.into(),
+                result: result.into(),
+            })
+            .inc();
+    }
+
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Sets the gauges that describe an entry at scrape time.
+    pub fn entry_gauges(&self, entry: &str, queue_depth: usize, busy: usize, state: &str) {
+        let label = EntryLabel {
+            entry: entry.into(),
+        };
+        self.queue_depth
+            .get_or_create(&label)
+            .set(queue_depth as i64);
+        self.workers_busy.get_or_create(&label).set(busy as i64);
+        for s in STATES {
+            self.health_state
+                .get_or_create(&StateLabels {
+                    entry: entry.into(),
+                    state: s.into(),
+                })
+                .set(i64::from(s == state));
+        }
+    }
+
+    /// Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
