@@ -26,6 +26,9 @@ enum Command {
     },
     /// Run the remote reconcilers of a Katalog against the cluster.
     Run(RunArgs),
+    /// Generate what running ork in a cluster needs, derived from the Katalog.
+    #[command(subcommand)]
+    Generate(Generate),
 }
 
 pub fn main() -> ExitCode {
@@ -33,6 +36,14 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
         Command::Run(args) => crate::run::run(args),
+        Command::Generate(Generate::Rbac { katalog, target }) => {
+            crate::generate::rbac(&katalog, &target.names())
+        }
+        Command::Generate(Generate::Bundle {
+            katalog,
+            target,
+            image,
+        }) => crate::generate::bundle(&katalog, &target.names(), &image),
     }
 }
 
@@ -62,4 +73,46 @@ pub struct RunArgs {
     /// On SIGTERM, how long in-flight reconciles may take to finish.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: std::time::Duration,
+}
+
+#[derive(Debug, Subcommand)]
+enum Generate {
+    /// ServiceAccount, ClusterRole and ClusterRoleBinding with exactly the permissions the Katalog needs.
+    Rbac {
+        /// The Katalog file.
+        #[arg(short = 'k', long = "katalog")]
+        katalog: PathBuf,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Everything to run ork in a cluster: namespace, RBAC, the Katalog as a ConfigMap, a Deployment.
+    Bundle {
+        /// The Katalog file.
+        #[arg(short = 'k', long = "katalog")]
+        katalog: PathBuf,
+        #[command(flatten)]
+        target: Target,
+        /// The ork container image (see the Dockerfile).
+        #[arg(long, default_value = concat!("ork:", env!("CARGO_PKG_VERSION")))]
+        image: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct Target {
+    /// Namespace ork runs in (holds its ServiceAccount, Lease and ConfigMap).
+    #[arg(long, default_value = "ork-system")]
+    namespace: String,
+    /// Name of the ServiceAccount, ClusterRole, ClusterRoleBinding and Deployment.
+    #[arg(long, default_value = "ork")]
+    name: String,
+}
+
+impl Target {
+    fn names(&self) -> crate::generate::Names {
+        crate::generate::Names {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! `ork`: the remote reconciler runtime. See `cli.rs` for the commands.
 
 mod cli;
+mod generate;
 mod http;
 mod run;
 mod validate;

@@ -6,11 +6,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use ork_katalog::load_file;
 use ork_kube::leader::{Elector, LeaseConfig};
+use ork_kube::permissions;
 use ork_kube::{RunOptions, Runtime};
 
 use crate::cli::RunArgs;
@@ -54,6 +55,19 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             .unwrap_or_else(|| PathBuf::from(".")),
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
+    // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.
+    let needed = permissions::rules(&katalog, &options.ork_namespace, args.leader_elect);
+    let missing = permissions::missing(&client, &needed)
+        .await
+        .context("checking ork's permissions (SelfSubjectAccessReview)")?;
+    if !missing.is_empty() {
+        bail!(
+            "ork lacks {} permission(s) this Katalog needs:\n  {}\ngenerate the RBAC that grants them with: ork generate rbac -k {} | kubectl apply -f -",
+            missing.len(),
+            missing.join("\n  "),
+            args.katalog.display()
+        );
+    }
     let runtime = Runtime::new(&katalog, !args.leader_elect);
     if args.http_addr != "none" {
         let addr: SocketAddr = args

@@ -274,3 +274,136 @@ async fn sigterm_finishes_in_flight_work_releases_the_lease_and_exits_zero() -> 
     assert_eq!(holder(&leases).await, None, "the lease was released");
     Ok(())
 }
+
+/// A kubeconfig for the local cluster that authenticates with `token` instead of the admin's.
+fn kubeconfig_with_token(token: &str, path: &std::path::Path) -> Result<()> {
+    let mut kc = kube::config::Kubeconfig::read_from(ork_test_support::kubeconfig_path())?;
+    for user in &mut kc.auth_infos {
+        if let Some(info) = user.auth_info.as_mut() {
+            info.token = Some(token.to_string().into());
+        }
+    }
+    std::fs::write(path, serde_json::to_string(&kc)?)?;
+    Ok(())
+}
+
+/// Runs `ork generate rbac` for the test's Katalog and returns the YAML.
+fn generate_rbac(katalog: &std::path::Path, ns: &str, name: &str) -> Result<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["generate", "rbac", "-k"])
+        .arg(katalog)
+        .args(["--namespace", ns, "--name", name])
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "generate rbac failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Result<()> {
+    use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+
+    let svc = FakeService::start(webapp_answer).await?;
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, CRD, &ns.name).await?;
+    let dir = std::env::temp_dir().join(format!("ork-rbac-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("katalog.yaml");
+    std::fs::write(&path, katalog(&ns.name, &http(&svc.url), ""))?;
+    let name = format!("ork-{}", ns.name);
+    apply_yaml(&admin, &generate_rbac(&path, &ns.name, &name)?, &ns.name).await?;
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+
+    let result = async {
+        // The controller manager gives the ServiceAccount a token Secret.
+        let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &ns.name);
+        let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns.name);
+        let token = wait_for("the ServiceAccount token", WAIT, || async {
+            let sa = accounts.get(&name).await.ok()?;
+            let secret_name = sa.secrets?.first()?.name.clone()?;
+            let secret = secrets.get(&secret_name).await.ok()?;
+            let token = secret.data?.get("token")?.0.clone();
+            String::from_utf8(token).ok()
+        })
+        .await?;
+        let kubeconfig = dir.join("kubeconfig");
+        kubeconfig_with_token(&token, &kubeconfig)?;
+        let kubeconfig_arg = format!("--kubeconfig={}", kubeconfig.display());
+        let env = [("ORK_NAMESPACE", ns.name.as_str())];
+
+        // With exactly the generated RBAC: reconciles, and nothing is forbidden.
+        let ork = spawn_ork(
+            &path,
+            &dir.join("ok.log"),
+            &["--leader-elect", &kubeconfig_arg],
+            &env,
+        )?;
+        create_webapp(&admin, &ns.name, "web", "nginx:1").await?;
+        let api = webapps(&admin, &ns.name).await?;
+        wait_ready(&api, "web", "True").await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let log = ork.log().to_lowercase();
+        assert!(
+            !log.contains("forbidden"),
+            "a request was forbidden:\n{log}"
+        );
+        drop(ork);
+
+        // Without the rule for Services: the startup check names it and ork does not start.
+        let mut role = roles.get(&name).await?;
+        role.rules = Some(
+            role.rules
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| {
+                    r.resources
+                        .as_ref()
+                        .is_none_or(|res| !res.contains(&"services".to_string()))
+                })
+                .collect(),
+        );
+        role.metadata.managed_fields = None;
+        roles.replace(&name, &Default::default(), &role).await?;
+        let mut ork = spawn_ork(
+            &path,
+            &dir.join("missing.log"),
+            &["--leader-elect", &kubeconfig_arg],
+            &env,
+        )?;
+        let status = wait_for("ork to refuse to start", WAIT, || {
+            let status = ork.child.try_wait().ok().flatten();
+            async move { status }
+        })
+        .await?;
+        assert!(!status.success());
+        let log = ork.log();
+        for verb in [
+            "get", "list", "watch", "create", "update", "patch", "delete",
+        ] {
+            assert!(
+                log.contains(&format!("{verb} core/services")),
+                "{verb} services is named:\n{log}"
+            );
+        }
+        assert!(
+            !log.contains("apps/deployments"),
+            "only what is missing is named"
+        );
+        assert!(
+            log.contains("ork generate rbac -k"),
+            "the fix is named:\n{log}"
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    let _ = roles.delete(&name, &Default::default()).await;
+    let _ = bindings.delete(&name, &Default::default()).await;
+    result
+}

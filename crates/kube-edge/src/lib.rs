@@ -12,6 +12,7 @@ pub mod controller;
 pub mod discovery;
 pub mod leader;
 mod metrics;
+pub mod permissions;
 mod reconcile;
 mod registry;
 mod runtime;

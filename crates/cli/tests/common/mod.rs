@@ -111,10 +111,10 @@ pub fn spawn_ork(
     let child = Command::new(env!("CARGO_BIN_EXE_ork"))
         .args(["run", "-k"])
         .arg(katalog)
-        .arg("--kubeconfig")
-        .arg(ork_test_support::kubeconfig_path())
         .arg(format!("--http-addr={http}"))
         .args(args)
+        // The admin kubeconfig unless `args` names another with --kubeconfig.
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
         .envs(env.iter().copied())
         .env(
             "RUST_LOG",
