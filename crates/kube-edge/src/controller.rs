@@ -10,7 +10,6 @@ use futures::StreamExt;
 use kube::api::Api;
 use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use ork_engine::backoff::Backoff;
@@ -25,6 +24,7 @@ use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::auth::CredentialSource;
+use crate::cluster::{Cluster, KubeCluster};
 use crate::discovery::{ChildType, resolve_managed, wait_for_cr_type};
 use crate::labels::{MANAGED, OWNER};
 use crate::runtime::Process;
@@ -51,7 +51,8 @@ pub(crate) struct Shared {
     pub name: String,
     pub entry: CrdEntry,
     pub remote: Remote,
-    pub client: Client,
+    /// Where reconciles write (the API server, or memory in `ork simulate`).
+    pub cluster: Arc<dyn Cluster>,
     pub cr_resource: ApiResource,
     pub children: Vec<ChildType>,
     pub transport: HttpTransport,
@@ -63,7 +64,6 @@ pub(crate) struct Shared {
     pub needs_finalizer: bool,
     /// What every entry of this run shares (registry, metrics, the active switch).
     pub process: Arc<Process>,
-    pub recorder: Recorder,
     pub enqueue_gate: Option<CompiledGate>,
     pub reconcile_gate: Option<CompiledGate>,
     pub rules: Vec<Check>,
@@ -144,10 +144,11 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub fn cr_api(&self, namespace: Option<&str>) -> Api<DynamicObject> {
-        match namespace {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.cr_resource),
-            None => Api::all_with(self.client.clone(), &self.cr_resource),
+    /// The CRs this entry watches: one namespace if the entry says so, else all.
+    fn cr_api(&self, client: &Client) -> Api<DynamicObject> {
+        match self.entry.namespace.as_deref().filter(|n| !n.is_empty()) {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.cr_resource),
+            None => Api::all_with(client.clone(), &self.cr_resource),
         }
     }
 }
@@ -220,13 +221,6 @@ pub(crate) async fn start_entry(
         stats: HashMap::new(),
         busy: 0,
     };
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "ork".into(),
-            instance: std::env::var("POD_NAME").ok(),
-        },
-    );
     let working_dir = options
         .katalog_dir
         .join(remote.working_dir.as_deref().unwrap_or("."));
@@ -237,7 +231,7 @@ pub(crate) async fn start_entry(
     let shared = Arc::new(Shared {
         name: name.clone(),
         remote,
-        client,
+        cluster: Arc::new(KubeCluster::new(client.clone(), cr_resource.clone())),
         cr_resource,
         children,
         transport,
@@ -246,7 +240,6 @@ pub(crate) async fn start_entry(
         needs_finalizer,
         process: process.clone(),
         ork_namespace: options.ork_namespace,
-        recorder,
         enqueue_gate,
         reconcile_gate,
         rules,
@@ -257,9 +250,9 @@ pub(crate) async fn start_entry(
     tracing::info!(kind = %shared.cr_resource.kind, children = shared.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
     for index in 0..shared.children.len() {
-        tasks.spawn(watch_children(shared.clone(), index).in_current_span());
+        tasks.spawn(watch_children(shared.clone(), client.clone(), index).in_current_span());
     }
-    tasks.spawn(watch_crs(shared.clone()).in_current_span());
+    tasks.spawn(watch_crs(shared.clone(), client.clone()).in_current_span());
     tasks.spawn(resync(shared.clone()).in_current_span());
     // Watches fill the caches meanwhile; workers start once the dependencies are met.
     process
@@ -272,12 +265,9 @@ pub(crate) async fn start_entry(
     Ok(())
 }
 
-async fn watch_crs(shared: Arc<Shared>) {
+async fn watch_crs(shared: Arc<Shared>, client: Client) {
     let entry = &shared.entry;
-    let api = match entry.namespace.as_deref().filter(|n| !n.is_empty()) {
-        Some(ns) => shared.cr_api(Some(ns)),
-        None => shared.cr_api(None),
-    };
+    let api = shared.cr_api(&client);
     let mut config = watcher::Config::default();
     let selector: Vec<String> = entry
         .label_selector
@@ -414,9 +404,9 @@ fn owner_key(shared: &Shared, child: &DynamicObject) -> Option<String> {
     })
 }
 
-async fn watch_children(shared: Arc<Shared>, index: usize) {
+async fn watch_children(shared: Arc<Shared>, client: Client, index: usize) {
     let t = &shared.children[index];
-    let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), &t.resource);
+    let api: Api<DynamicObject> = Api::all_with(client, &t.resource);
     let config = watcher::Config::default().labels(&format!("{MANAGED}=true"));
     let mut stream = watcher(api, config).default_backoff().boxed();
     let mut initial = true;

@@ -8,6 +8,7 @@
 //! another call.
 
 pub mod auth;
+mod cluster;
 pub mod controller;
 pub mod discovery;
 pub mod leader;

@@ -11,7 +11,7 @@ use ork_protocol::Decision;
 use super::Subject;
 use crate::controller::Shared;
 use crate::labels::OWNER_UID;
-use crate::write::{apply_child, prune_child, stamped};
+use crate::write::stamped;
 
 /// Applies the children of `decision` and prunes the rest; `Err` is the first failure.
 pub(super) async fn apply(
@@ -53,7 +53,7 @@ pub(super) async fn apply(
             if !unchanged {
                 let t = &shared.children[index];
                 applies.push(async move {
-                    let result = apply_child(&shared.client, t, child, &object, force).await;
+                    let result = shared.cluster.apply(t, child, &object, force).await;
                     shared.process.metrics.applied(
                         &shared.name,
                         &child.managed.kind,
@@ -69,7 +69,7 @@ pub(super) async fn apply(
         let mut first_error = None;
         for result in results {
             match result {
-                Ok(applied) => shared.lock().own_write(applied.resource_version()),
+                Ok(rv) => shared.lock().own_write(rv),
                 Err(e) => {
                     first_error.get_or_insert(e.to_string());
                 }
@@ -106,7 +106,7 @@ pub(super) async fn prune(
     };
     for (i, child) in stale {
         shared.lock().pruned.insert(child.uid().unwrap_or_default());
-        let result = prune_child(&shared.client, &shared.children[i], &child).await;
+        let result = shared.cluster.delete(&shared.children[i], &child).await;
         let kind = &shared.children[i].managed.kind;
         shared.process.metrics.applied(
             &shared.name,

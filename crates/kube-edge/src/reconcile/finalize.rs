@@ -15,7 +15,6 @@ use ork_protocol::Outcome;
 use super::{Subject, ask, children, now_rfc3339, record};
 use crate::controller::{Next, Shared};
 use crate::labels::FINALIZER;
-use crate::write::patch_finalizers;
 
 /// How soon to ask again when the service says it is not finished yet.
 const NOT_FINALIZED_RETRY: Duration = Duration::from_secs(5);
@@ -31,14 +30,12 @@ pub(super) async fn ensure_finalizer(shared: &Shared, subject: &Subject<'_>) -> 
     }
     let mut next = finalizers.to_vec();
     next.push(FINALIZER.to_string());
-    let patched = patch_finalizers(
-        &shared.cr_api(subject.obj.namespace().as_deref()),
-        subject.obj,
-        next,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    shared.lock().own_write(patched.resource_version());
+    let rv = shared
+        .cluster
+        .set_finalizers(subject.obj, next)
+        .await
+        .map_err(|e| e.to_string())?;
+    shared.lock().own_write(rv);
     Ok(())
 }
 
@@ -96,8 +93,7 @@ pub(super) async fn finalize(shared: &Shared, subject: &Subject<'_>, attempt: u3
             )
         }
     };
-    let reference = record::object_ref(shared, subject.obj);
-    if let Err(err) = shared.recorder.publish(&event, &reference).await {
+    if let Err(err) = shared.cluster.event(subject.obj, &event).await {
         tracing::warn!(error = %err, "event not recorded");
     }
     next
@@ -140,12 +136,10 @@ async fn release(shared: &Shared, subject: &Subject<'_>, attempt: u32) -> Result
         .filter(|f| *f != FINALIZER)
         .cloned()
         .collect();
-    patch_finalizers(
-        &shared.cr_api(subject.obj.namespace().as_deref()),
-        subject.obj,
-        remaining,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    shared
+        .cluster
+        .set_finalizers(subject.obj, remaining)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(Released::Done)
 }

@@ -1,7 +1,6 @@
 //! After a reconcile: status (only when it changed), the health and metrics annotations (only
 //! when they changed) and events, written together.
 
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
@@ -11,7 +10,6 @@ use serde_json::{Map, Value, json};
 
 use crate::controller::{KeyStats, Shared};
 use crate::labels::{HEALTH, METRICS};
-use crate::write::{patch_annotations, patch_status};
 
 /// Status, annotations and events after a reconcile, success or failure.
 pub(super) async fn record(
@@ -22,8 +20,6 @@ pub(super) async fn record(
     stats: &KeyStats,
     now: &str,
 ) {
-    let api = shared.cr_api(obj.namespace().as_deref());
-    let name = obj.name_any();
     let input = StatusInput {
         error,
         service_status: decision.and_then(|d| d.status.as_ref()),
@@ -46,7 +42,6 @@ pub(super) async fn record(
         }
     }
     let kind = &shared.cr_resource.kind;
-    let reference = object_ref(shared, obj);
     let mut events = vec![match error {
         None => Event {
             type_: EventType::Normal,
@@ -83,40 +78,28 @@ pub(super) async fn record(
     // Status, annotations and events are independent writes: send them together.
     let status_write = async {
         if let Some(patch) = &status_patch {
-            match patch_status(&api, &name, patch).await {
-                Ok(o) => shared.lock().own_write(o.resource_version()),
+            match shared.cluster.patch_status(obj, patch).await {
+                Ok(rv) => shared.lock().own_write(rv),
                 Err(e) => tracing::warn!(error = %e, "status not written"),
             }
         }
     };
     let annotation_write = async {
         if !changed.is_empty() {
-            match patch_annotations(&api, &name, &changed).await {
-                Ok(o) => shared.lock().own_write(o.resource_version()),
+            match shared.cluster.patch_annotations(obj, &changed).await {
+                Ok(rv) => shared.lock().own_write(rv),
                 Err(e) => tracing::warn!(error = %e, "annotations not written"),
             }
         }
     };
     let event_writes = async {
         for e in &events {
-            if let Err(err) = shared.recorder.publish(e, &reference).await {
+            if let Err(err) = shared.cluster.event(obj, e).await {
                 tracing::warn!(error = %err, "event not recorded");
             }
         }
     };
     tokio::join!(status_write, annotation_write, event_writes);
-}
-
-pub(super) fn object_ref(shared: &Shared, obj: &DynamicObject) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(shared.cr_resource.api_version.clone()),
-        kind: Some(shared.cr_resource.kind.clone()),
-        name: obj.metadata.name.clone(),
-        namespace: obj.namespace(),
-        uid: obj.uid(),
-        resource_version: obj.resource_version(),
-        field_path: None,
-    }
 }
 
 pub(super) fn truncate(s: &str, max: usize) -> String {

@@ -1,0 +1,157 @@
+//! Where a reconcile writes: the one seam between the pipeline and the API server. `ork run`
+//! writes through [`KubeCluster`]; `ork simulate` through an in-memory cluster, so both run the
+//! very same reconcile code. Each write returns the resourceVersion it produced (if any), which
+//! lets the watchers recognise ork's own writes.
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::core::DynamicObject;
+use kube::discovery::ApiResource;
+use kube::runtime::events::{Event, Recorder, Reporter};
+use ork_protocol::DesiredChild;
+use serde_json::{Map, Value};
+
+use crate::discovery::ChildType;
+use crate::write::{
+    WriteError, apply_child, patch_annotations, patch_finalizers, patch_status, prune_child,
+};
+
+pub(crate) type Written<'a> = BoxFuture<'a, Result<Option<String>, WriteError>>;
+
+/// The writes a reconcile makes.
+pub(crate) trait Cluster: Send + Sync {
+    /// Server-side applies a stamped child.
+    fn apply<'a>(
+        &'a self,
+        t: &'a ChildType,
+        child: &'a DesiredChild,
+        object: &'a Value,
+        force: bool,
+    ) -> Written<'a>;
+    /// Deletes a child ork applied earlier; a child already gone is fine.
+    fn delete<'a>(
+        &'a self,
+        t: &'a ChildType,
+        child: &'a DynamicObject,
+    ) -> BoxFuture<'a, Result<(), WriteError>>;
+    /// Merge-patches the CR's status subresource with `{"status": {...}}`.
+    fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a>;
+    /// Merge-patches annotations of the CR.
+    fn patch_annotations<'a>(
+        &'a self,
+        cr: &'a DynamicObject,
+        annotations: &'a Map<String, Value>,
+    ) -> Written<'a>;
+    /// Sets the CR's finalizers, guarded by its resourceVersion.
+    fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a>;
+    /// Records an event on the CR.
+    fn event<'a>(
+        &'a self,
+        cr: &'a DynamicObject,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// The real cluster.
+pub(crate) struct KubeCluster {
+    client: Client,
+    cr_resource: ApiResource,
+    recorder: Recorder,
+}
+
+impl KubeCluster {
+    pub fn new(client: Client, cr_resource: ApiResource) -> KubeCluster {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "ork".into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        KubeCluster {
+            client,
+            cr_resource,
+            recorder,
+        }
+    }
+
+    fn crs(&self, cr: &DynamicObject) -> Api<DynamicObject> {
+        match cr.namespace() {
+            Some(ns) => Api::namespaced_with(self.client.clone(), &ns, &self.cr_resource),
+            None => Api::all_with(self.client.clone(), &self.cr_resource),
+        }
+    }
+}
+
+impl Cluster for KubeCluster {
+    fn apply<'a>(
+        &'a self,
+        t: &'a ChildType,
+        child: &'a DesiredChild,
+        object: &'a Value,
+        force: bool,
+    ) -> Written<'a> {
+        Box::pin(async move {
+            let applied = apply_child(&self.client, t, child, object, force).await?;
+            Ok(applied.resource_version())
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        t: &'a ChildType,
+        child: &'a DynamicObject,
+    ) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(prune_child(&self.client, t, child))
+    }
+
+    fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a> {
+        Box::pin(async move {
+            let out = patch_status(&self.crs(cr), &cr.name_any(), patch).await?;
+            Ok(out.resource_version())
+        })
+    }
+
+    fn patch_annotations<'a>(
+        &'a self,
+        cr: &'a DynamicObject,
+        annotations: &'a Map<String, Value>,
+    ) -> Written<'a> {
+        Box::pin(async move {
+            let out = patch_annotations(&self.crs(cr), &cr.name_any(), annotations).await?;
+            Ok(out.resource_version())
+        })
+    }
+
+    fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a> {
+        Box::pin(async move {
+            let out = patch_finalizers(&self.crs(cr), cr, finalizers).await?;
+            Ok(out.resource_version())
+        })
+    }
+
+    fn event<'a>(
+        &'a self,
+        cr: &'a DynamicObject,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let reference = ObjectReference {
+                api_version: Some(self.cr_resource.api_version.clone()),
+                kind: Some(self.cr_resource.kind.clone()),
+                name: cr.metadata.name.clone(),
+                namespace: cr.namespace(),
+                uid: cr.uid(),
+                resource_version: cr.resource_version(),
+                field_path: None,
+            };
+            self.recorder
+                .publish(event, &reference)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
