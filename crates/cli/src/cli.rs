@@ -26,6 +26,8 @@ enum Command {
     },
     /// Run the remote reconcilers of a Katalog against the cluster.
     Run(RunArgs),
+    /// Run the reconcile pipeline against an in-memory cluster and the real service, cycle by cycle.
+    Simulate(SimulateArgs),
     /// Generate what running ork in a cluster needs, derived from the Katalog.
     #[command(subcommand)]
     Generate(Generate),
@@ -36,6 +38,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
         Command::Run(args) => crate::run::run(args),
+        Command::Simulate(args) => crate::simulate::run(args),
         Command::Generate(Generate::Rbac { katalog, target }) => {
             crate::generate::rbac(&katalog, &target.names())
         }
@@ -115,4 +118,29 @@ impl Target {
             name: self.name.clone(),
         }
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    /// The Katalog file.
+    #[arg(short = 'k', long = "katalog")]
+    pub katalog: PathBuf,
+    /// A file of CRs to reconcile (several documents allowed); repeatable.
+    #[arg(long = "cr", required = true)]
+    pub crs: Vec<PathBuf>,
+    /// A CRD file, for the scope and kind of custom managed types; repeatable.
+    #[arg(long = "crd")]
+    pub crds: Vec<PathBuf>,
+    /// Stop after this many cycles if no steady state is reached.
+    #[arg(long, default_value_t = 10)]
+    pub cycles: usize,
+    /// Output format.
+    #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
+    pub output: String,
+    /// Save each request and answer in this folder.
+    #[arg(long, conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer from a folder saved with --record instead of calling the service.
+    #[arg(long)]
+    pub replay: Option<PathBuf>,
 }

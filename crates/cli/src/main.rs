@@ -4,6 +4,7 @@ mod cli;
 mod generate;
 mod http;
 mod run;
+mod simulate;
 mod validate;
 
 fn main() -> std::process::ExitCode {

@@ -84,6 +84,26 @@ impl CredentialSource {
         Ok(CredentialSource::Secret(slot))
     }
 
+    /// A source that needs no cluster (`ork simulate`): `auth.env` works; a Secret cannot be
+    /// read offline.
+    ///
+    /// # Errors
+    /// `auth.secretRef`, or an unset `auth.env` variable.
+    pub fn offline(auth: Option<&Auth>) -> Result<CredentialSource, String> {
+        match auth {
+            None => Ok(CredentialSource::None),
+            Some(a) if a.secret_ref.is_some() => Err(
+                "auth.secretRef cannot be read without a cluster; for simulate, put the token in an environment variable and use auth.env".into(),
+            ),
+            Some(a) => {
+                let var = a.env.clone().unwrap_or_default();
+                let value = std::env::var(&var).ok().filter(|v| !v.is_empty());
+                let value = value.ok_or_else(|| format!("auth.env: environment variable {var} is unset or empty"))?;
+                Credential::new(&a.header, &value).map(CredentialSource::Fixed).map_err(|e| e.to_string())
+            }
+        }
+    }
+
     /// The current credential, if any.
     ///
     /// # Errors

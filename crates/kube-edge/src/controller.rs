@@ -53,6 +53,10 @@ pub(crate) struct Shared {
     pub remote: Remote,
     /// Where reconciles write (the API server, or memory in `ork simulate`).
     pub cluster: Arc<dyn Cluster>,
+    /// `ork simulate --record/--replay`: calls saved, or answered from saved files.
+    pub tap: Option<Arc<crate::simulate::Tap>>,
+    /// Time spent waiting for the service, in nanoseconds (ork's own time is the rest).
+    pub service_nanos: std::sync::atomic::AtomicU64,
     pub cr_resource: ApiResource,
     pub children: Vec<ChildType>,
     pub transport: HttpTransport,
@@ -153,6 +157,107 @@ impl Shared {
     }
 }
 
+/// What an entry is made of once its types are resolved.
+pub(crate) struct Parts {
+    pub name: String,
+    pub entry: CrdEntry,
+    pub remote: Remote,
+    pub cr_resource: ApiResource,
+    pub children: Vec<ChildType>,
+    pub transport: HttpTransport,
+    pub credential: CredentialSource,
+    pub cluster: Arc<dyn Cluster>,
+}
+
+impl Shared {
+    /// Compiles the entry's gates and rules and sets up its empty state.
+    ///
+    /// # Errors
+    /// A gate or rule that does not compile (only when the Katalog was not validated).
+    pub(crate) fn build(
+        parts: Parts,
+        options: &RunOptions,
+        process: Arc<Process>,
+    ) -> Result<Shared, String> {
+        let Parts {
+            name,
+            entry,
+            remote,
+            cr_resource,
+            children,
+            transport,
+            credential,
+            cluster,
+        } = parts;
+        let pre = &entry.operator_box.pre_reconcile;
+        let enqueue_gate = pre
+            .enqueue_gate
+            .as_ref()
+            .map(CompiledGate::compile)
+            .transpose()?;
+        let reconcile_gate = pre
+            .reconcile_gate
+            .as_ref()
+            .map(CompiledGate::compile)
+            .transpose()?;
+        let rules = entry
+            .operator_box
+            .validation
+            .rules
+            .iter()
+            .map(|r| r.compile().map_err(|e| format!("{e:?}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let reconcile = &entry.operator_box.reconcile;
+        let bucket = remote
+            .rate_limit
+            .map(|rl| TokenBucket::new(rl.qps, rl.burst, Instant::now()));
+        let state = State {
+            queue: WorkQueue::default(),
+            backoff: Backoff::new(&reconcile.queue.retry_backoff),
+            health: Health::new(reconcile.queue.failure_threshold),
+            bucket,
+            crs: HashMap::new(),
+            sentinels: HashMap::new(),
+            children: vec![HashMap::new(); children.len()],
+            child_fingerprints: HashMap::new(),
+            pruned: HashSet::new(),
+            own_rvs: HashSet::new(),
+            own_order: VecDeque::new(),
+            deferred: HashMap::new(),
+            stats: HashMap::new(),
+            busy: 0,
+        };
+        let working_dir = options
+            .katalog_dir
+            .join(remote.working_dir.as_deref().unwrap_or("."));
+        let needs_finalizer = remote.finalize
+            || children
+                .iter()
+                .any(|c| c.managed.cluster_scoped || !c.managed.namespaces.is_empty());
+        Ok(Shared {
+            name,
+            remote,
+            cluster,
+            tap: None,
+            service_nanos: std::sync::atomic::AtomicU64::new(0),
+            cr_resource,
+            children,
+            transport,
+            credential,
+            working_dir,
+            needs_finalizer,
+            process,
+            ork_namespace: options.ork_namespace.clone(),
+            enqueue_gate,
+            reconcile_gate,
+            rules,
+            entry,
+            state: Mutex::new(state),
+            wake: Notify::new(),
+        })
+    }
+}
+
 /// The queue key of an object: `namespace/name`, or `name` when cluster-scoped.
 pub(crate) fn key_of(obj: &DynamicObject) -> String {
     match obj.namespace() {
@@ -183,70 +288,21 @@ pub(crate) async fn start_entry(
         .map_err(|e| e.to_string())?;
     let credential =
         CredentialSource::start(&client, remote.auth.as_ref(), &options.ork_namespace)?;
-    let pre = &entry.operator_box.pre_reconcile;
-    let enqueue_gate = pre
-        .enqueue_gate
-        .as_ref()
-        .map(CompiledGate::compile)
-        .transpose()?;
-    let reconcile_gate = pre
-        .reconcile_gate
-        .as_ref()
-        .map(CompiledGate::compile)
-        .transpose()?;
-    let rules = entry
-        .operator_box
-        .validation
-        .rules
-        .iter()
-        .map(|r| r.compile().map_err(|e| format!("{e:?}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let reconcile = &entry.operator_box.reconcile;
-    let bucket = remote
-        .rate_limit
-        .map(|rl| TokenBucket::new(rl.qps, rl.burst, Instant::now()));
-    let state = State {
-        queue: WorkQueue::default(),
-        backoff: Backoff::new(&reconcile.queue.retry_backoff),
-        health: Health::new(reconcile.queue.failure_threshold),
-        bucket,
-        crs: HashMap::new(),
-        sentinels: HashMap::new(),
-        children: vec![HashMap::new(); children.len()],
-        child_fingerprints: HashMap::new(),
-        pruned: HashSet::new(),
-        own_rvs: HashSet::new(),
-        own_order: VecDeque::new(),
-        deferred: HashMap::new(),
-        stats: HashMap::new(),
-        busy: 0,
-    };
-    let working_dir = options
-        .katalog_dir
-        .join(remote.working_dir.as_deref().unwrap_or("."));
-    let needs_finalizer = remote.finalize
-        || children
-            .iter()
-            .any(|c| c.managed.cluster_scoped || !c.managed.namespaces.is_empty());
-    let shared = Arc::new(Shared {
-        name: name.clone(),
-        remote,
-        cluster: Arc::new(KubeCluster::new(client.clone(), cr_resource.clone())),
-        cr_resource,
-        children,
-        transport,
-        credential,
-        working_dir,
-        needs_finalizer,
-        process: process.clone(),
-        ork_namespace: options.ork_namespace,
-        enqueue_gate,
-        reconcile_gate,
-        rules,
-        entry,
-        state: Mutex::new(state),
-        wake: Notify::new(),
-    });
+    let cluster = Arc::new(KubeCluster::new(client.clone(), cr_resource.clone()));
+    let shared = Arc::new(Shared::build(
+        Parts {
+            name,
+            entry,
+            remote,
+            cr_resource,
+            children,
+            transport,
+            credential,
+            cluster,
+        },
+        &options,
+        process.clone(),
+    )?);
     tracing::info!(kind = %shared.cr_resource.kind, children = shared.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
     for index in 0..shared.children.len() {

@@ -17,6 +17,7 @@ pub mod permissions;
 mod reconcile;
 mod registry;
 mod runtime;
+pub mod simulate;
 pub mod write;
 
 pub use controller::{RunError, RunOptions};

@@ -123,6 +123,10 @@ impl Runtime {
         Ok(())
     }
 
+    pub(crate) fn process(&self) -> Arc<Process> {
+        self.process.clone()
+    }
+
     /// Allows or stops new reconciles (leadership gained or lost, shutdown).
     pub fn set_active(&self, active: bool) {
         self.process.active_tx.send_replace(active);

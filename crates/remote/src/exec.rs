@@ -39,14 +39,22 @@ pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
     let Some((program, args)) = call.command.split_first() else {
         return Err(CallError::Config("command is empty".into()));
     };
+    // The child resolves a relative program after changing directory, so anchor both here.
+    let working_dir = if call.working_dir.is_absolute() {
+        call.working_dir.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(call.working_dir))
+            .unwrap_or_else(|_| call.working_dir.to_path_buf())
+    };
     let path = if program.contains('/') {
-        call.working_dir.join(program)
+        working_dir.join(program)
     } else {
         program.into()
     };
     let mut child = Command::new(&path)
         .args(args)
-        .current_dir(call.working_dir)
+        .current_dir(&working_dir)
         .env_clear()
         .env(
             "PATH",
@@ -259,6 +267,40 @@ mod tests {
             .await
             .expect_err("huge");
         assert!(matches!(err, CallError::ExecTooLarge { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_relative_program_is_found_from_a_relative_working_dir() {
+        let dir = std::env::temp_dir().join(format!("ork-exec-rel-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("scripts")).expect("dir");
+        let script = dir.join("scripts/answer.sh");
+        std::fs::write(&script, "#!/bin/sh\necho '{\"ok\":true}'\n").expect("script");
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&script)
+            .status()
+            .expect("chmod");
+        let relative = dir.strip_prefix("/").expect("absolute temp dir");
+        let env = BTreeMap::new();
+        let cwd = std::env::current_dir().expect("cwd");
+        let up = cwd
+            .components()
+            .skip(1)
+            .map(|_| "..")
+            .collect::<Vec<_>>()
+            .join("/");
+        let working_dir = Path::new(&up).join(relative).join("scripts");
+        let out = exec(ExecCall {
+            command: &["./answer.sh".to_string()],
+            working_dir: &working_dir,
+            env: &env,
+            body: Vec::new(),
+            timeout: Duration::from_secs(5),
+            max_bytes: 1024,
+        })
+        .await
+        .expect("runs");
+        assert_eq!(String::from_utf8_lossy(&out).trim(), r#"{"ok":true}"#);
     }
 
     #[tokio::test]

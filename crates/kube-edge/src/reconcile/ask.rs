@@ -66,11 +66,25 @@ pub(super) async fn ask(
     };
     let body = serde_json::to_vec(&request).map_err(|e| format!("encoding the request: {e}"))?;
     let started = Instant::now();
-    let answer = send(shared, cr, body).await;
+    let answer = match shared.tap.as_ref().and_then(|t| t.answer(&body)) {
+        Some(replayed) => replayed,
+        None => {
+            let answer = send(shared, cr, body.clone()).await;
+            if let Some(tap) = &shared.tap {
+                tap.keep(&body, &answer);
+            }
+            answer
+        }
+    };
+    let took = started.elapsed();
+    shared.service_nanos.fetch_add(
+        u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     shared.process.metrics.remote_call(
         &shared.name,
         if answer.is_ok() { "ok" } else { "error" },
-        started.elapsed(),
+        took,
     );
     let answer = answer.map_err(|e| format!("remote reconciler: {e}"))?;
     let policy = Policy {

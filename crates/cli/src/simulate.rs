@@ -1,0 +1,173 @@
+//! `ork simulate -k FILE --cr CR [--cr …] [--crd CRD] [--cycles N] [-o text|json]
+//! [--record DIR | --replay DIR]`: the `ork run` pipeline against an in-memory cluster.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use ork_katalog::load_file;
+use ork_kube::simulate::{Change, Report, SimulateOptions, simulate};
+use serde_json::Value;
+
+use crate::cli::SimulateArgs;
+
+pub fn run(args: SimulateArgs) -> ExitCode {
+    let katalog = match load_file(&args.katalog) {
+        Ok(k) => k,
+        Err(problems) => {
+            eprintln!("{problems}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let report = (|| -> Result<Report> {
+        let crs = read_documents(&args.crs)?;
+        let crds = read_documents(&args.crds)?;
+        let options = SimulateOptions {
+            cycles: args.cycles,
+            katalog_dir: args
+                .katalog
+                .parent()
+                .map(Path::to_path_buf)
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or_else(|| PathBuf::from(".")),
+            crds,
+            record: args.record.clone(),
+            replay: args.replay.clone(),
+        };
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let rt = tokio::runtime::Runtime::new()?;
+        rt.block_on(simulate(katalog, crs, options))
+            .map_err(anyhow::Error::msg)
+    })();
+    let mut report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ork simulate: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    redact_times(&mut report);
+    match args.output.as_str() {
+        "json" => match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("ork simulate: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => print!("{}", render_text(&report)),
+    }
+    eprintln!(
+        "ork's own time: {:.0} ms (the service's time excluded)",
+        report.ork_time.as_secs_f64() * 1000.0
+    );
+    if report.failed || !report.steady {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Every YAML document of every file.
+fn read_documents(files: &[PathBuf]) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        for doc in text.split("\n---") {
+            let doc = doc.trim_start_matches("---");
+            if doc.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_saphyr::from_str(doc)
+                .with_context(|| format!("{}: not valid YAML", f.display()))?;
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// Condition timestamps differ run to run; the report shows where they are, not their value.
+fn redact_times(report: &mut Report) {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m.iter_mut() {
+                    if k == "lastTransitionTime" {
+                        *v = Value::String("<time>".into());
+                    } else {
+                        walk(v);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    for c in &mut report.cycles {
+        for change in &mut c.changes {
+            if let Change::Status { patch, .. } = change {
+                walk(patch);
+            }
+        }
+    }
+}
+
+/// The report as a person reads it: per cycle, the calls and what changed.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    for c in &report.cycles {
+        out.push_str(&format!("cycle {}\n", c.cycle));
+        for call in &c.calls {
+            out.push_str(&format!(
+                "  call {} {}: {}\n",
+                call.entry, call.key, call.result
+            ));
+        }
+        if !c.changes.iter().any(Change::is_state) {
+            out.push_str("  no changes\n");
+        }
+        for change in &c.changes {
+            match change {
+                Change::Created {
+                    kind,
+                    object,
+                    manifest,
+                } => {
+                    out.push_str(&format!("  + {kind} {object}\n"));
+                    let yaml = serde_saphyr::to_string(manifest).unwrap_or_default();
+                    for line in yaml.lines() {
+                        out.push_str(&format!("      {line}\n"));
+                    }
+                }
+                Change::Changed { kind, object, diff } => {
+                    out.push_str(&format!("  ~ {kind} {object}\n"));
+                    for line in diff {
+                        out.push_str(&format!("      {line}\n"));
+                    }
+                }
+                Change::Pruned { kind, object } => {
+                    out.push_str(&format!("  - {kind} {object} (pruned)\n"))
+                }
+                Change::Status { cr, patch } => out.push_str(&format!("  status {cr}: {patch}\n")),
+                Change::Event {
+                    cr,
+                    r#type,
+                    reason,
+                    message,
+                } => {
+                    out.push_str(
+                        &format!("  event {cr} {type} {reason}: {message}\n", type = r#type),
+                    );
+                }
+            }
+        }
+    }
+    let n = report.cycles.len();
+    out.push_str(&match (report.steady, report.failed) {
+        (true, false) => format!("steady after {n} cycles: two cycles in a row changed nothing\n"),
+        (true, true) => format!("steady after {n} cycles, but a reconcile failed\n"),
+        (false, _) => format!("not steady after {n} cycles: something changes on every cycle\n"),
+    });
+    out
+}

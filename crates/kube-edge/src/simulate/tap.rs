@@ -1,0 +1,106 @@
+//! `--record DIR` / `--replay DIR`: each call's request and answer saved as `NNNN.json`, or
+//! answered from those files instead of the service (for the service repository's own CI).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+
+#[derive(Debug)]
+enum Mode {
+    Record,
+    Replay,
+}
+
+#[derive(Debug)]
+pub(crate) struct Tap {
+    mode: Mode,
+    dir: PathBuf,
+    seq: AtomicUsize,
+}
+
+impl Tap {
+    /// # Errors
+    /// The folder cannot be created.
+    pub fn record(dir: PathBuf) -> std::io::Result<Tap> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(Tap {
+            mode: Mode::Record,
+            dir,
+            seq: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn replay(dir: PathBuf) -> Tap {
+        Tap {
+            mode: Mode::Replay,
+            dir,
+            seq: AtomicUsize::new(0),
+        }
+    }
+
+    fn next_file(&self) -> PathBuf {
+        let n = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        self.dir.join(format!("{n:04}.json"))
+    }
+
+    /// In replay mode, the recorded answer to this request (in call order).
+    pub fn answer(&self, request: &[u8]) -> Option<Result<Vec<u8>, String>> {
+        if !matches!(self.mode, Mode::Replay) {
+            return None;
+        }
+        let file = self.next_file();
+        let result = (|| {
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                format!(
+                    "replay: {}: {e} (was the run recorded with the same CRs?)",
+                    file.display()
+                )
+            })?;
+            let saved: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("replay: {}: {e}", file.display()))?;
+            let key_now = serde_json::from_slice::<Value>(request)
+                .ok()
+                .and_then(|r| r["key"].as_str().map(str::to_string));
+            let key_then = saved["request"]["key"].as_str().map(str::to_string);
+            if key_now != key_then {
+                return Err(format!(
+                    "replay: {} answered {:?}, but this call is for {:?}",
+                    file.display(),
+                    key_then.unwrap_or_default(),
+                    key_now.unwrap_or_default()
+                ));
+            }
+            if let Some(error) = saved["error"].as_str() {
+                return Err(error.to_string());
+            }
+            Ok(match &saved["response"] {
+                Value::String(raw) => raw.clone().into_bytes(),
+                other => other.to_string().into_bytes(),
+            })
+        })();
+        Some(result)
+    }
+
+    /// In record mode, saves the request and what came back.
+    pub fn keep(&self, request: &[u8], answer: &Result<Vec<u8>, String>) {
+        if !matches!(self.mode, Mode::Record) {
+            return;
+        }
+        let request: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
+        let entry = match answer {
+            Ok(body) => match serde_json::from_slice::<Value>(body) {
+                Ok(v) => json!({"request": request, "response": v}),
+                Err(_) => json!({"request": request, "response": String::from_utf8_lossy(body)}),
+            },
+            Err(e) => json!({"request": request, "error": e}),
+        };
+        let file = self.next_file();
+        if let Err(e) = std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&entry).unwrap_or_default(),
+        ) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot record the call");
+        }
+    }
+}
