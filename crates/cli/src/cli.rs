@@ -28,6 +28,9 @@ enum Command {
     Run(RunArgs),
     /// Run the reconcile pipeline against an in-memory cluster and the real service, cycle by cycle.
     Simulate(SimulateArgs),
+    /// Send each CR's request to the entry's service once and report every way the answers
+    /// break the protocol.
+    Check(CheckArgs),
     /// Generate what running ork in a cluster needs, derived from the Katalog.
     #[command(subcommand)]
     Generate(Generate),
@@ -39,6 +42,7 @@ pub fn main() -> ExitCode {
         Command::Validate { katalog } => crate::validate::run(&katalog),
         Command::Run(args) => crate::run::run(args),
         Command::Simulate(args) => crate::simulate::run(args),
+        Command::Check(args) => crate::simulate::check(args),
         Command::Generate(Generate::Rbac { katalog, target }) => {
             crate::generate::rbac(&katalog, &target.names())
         }
@@ -143,4 +147,20 @@ pub struct SimulateArgs {
     /// Answer from a folder saved with --record instead of calling the service.
     #[arg(long)]
     pub replay: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The Katalog file.
+    #[arg(short = 'k', long = "katalog")]
+    pub katalog: PathBuf,
+    /// The entry whose service is checked.
+    #[arg(long)]
+    pub entry: String,
+    /// A file of CRs to send (several documents allowed); repeatable.
+    #[arg(long = "cr", required = true)]
+    pub crs: Vec<PathBuf>,
+    /// A CRD file, for the scope and kind of custom managed types; repeatable.
+    #[arg(long = "crd")]
+    pub crds: Vec<PathBuf>,
 }

@@ -1,15 +1,17 @@
-//! `ork simulate -k FILE --cr CR [--cr …] [--crd CRD] [--cycles N] [-o text|json]
-//! [--record DIR | --replay DIR]`: the `ork run` pipeline against an in-memory cluster.
+//! The offline commands: `ork simulate -k FILE --cr CR [--cr …] [--crd CRD] [--cycles N]
+//! [-o text|json] [--record DIR | --replay DIR]` runs the `ork run` pipeline against an
+//! in-memory cluster; `ork check -k FILE --entry NAME --cr CR` lints the service's answers.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use ork_katalog::Katalog;
 use ork_katalog::load_file;
 use ork_kube::simulate::{Change, Report, SimulateOptions, simulate};
 use serde_json::Value;
 
-use crate::cli::SimulateArgs;
+use crate::cli::{CheckArgs, SimulateArgs};
 
 pub fn run(args: SimulateArgs) -> ExitCode {
     let katalog = match load_file(&args.katalog) {
@@ -66,6 +68,89 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+pub fn check(args: CheckArgs) -> ExitCode {
+    let katalog: Katalog = match load_file(&args.katalog) {
+        Ok(k) => k,
+        Err(problems) => {
+            eprintln!("{problems}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let results = (|| {
+        let (crs, options) = inputs(&args.katalog, &args.crs, &args.crds)?;
+        block_on(ork_kube::simulate::check(
+            katalog,
+            &args.entry,
+            crs,
+            options,
+        ))
+    })();
+    let results = match results {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ork check: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut broken = 0;
+    for r in &results {
+        match &r.call_error {
+            Some(e) => {
+                broken += 1;
+                println!("{}: no answer: {e}", r.key);
+            }
+            None if r.lint.errors.is_empty() && r.lint.warnings.is_empty() => {
+                println!("{}: the answer follows protocol v1", r.key);
+            }
+            None => {
+                if !r.lint.errors.is_empty() {
+                    broken += 1;
+                }
+                println!("{}:", r.key);
+                for e in &r.lint.errors {
+                    println!("  error: {e}");
+                }
+                for w in &r.lint.warnings {
+                    println!("  warning: {w}");
+                }
+            }
+        }
+    }
+    println!("{} of {} answers break the protocol", broken, results.len());
+    if broken == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The CRs and the options both offline commands start from.
+fn inputs(
+    katalog: &Path,
+    crs: &[PathBuf],
+    crds: &[PathBuf],
+) -> Result<(Vec<Value>, SimulateOptions)> {
+    let options = SimulateOptions {
+        cycles: 1,
+        katalog_dir: katalog
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from(".")),
+        crds: read_documents(crds)?,
+        record: None,
+        replay: None,
+    };
+    Ok((read_documents(crs)?, options))
+}
+
+fn block_on<T>(future: impl std::future::Future<Output = Result<T, String>>) -> Result<T> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tokio::runtime::Runtime::new()?
+        .block_on(future)
+        .map_err(anyhow::Error::msg)
 }
 
 /// Every YAML document of every file.

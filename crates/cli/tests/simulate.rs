@@ -232,3 +232,53 @@ async fn simulated_children_are_what_the_real_run_creates() -> Result<()> {
     }
     Ok(())
 }
+
+fn check(katalog: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["check", "--entry", "webapp", "-k"])
+        .arg(katalog)
+        .arg("--cr")
+        .arg(example("cr.yaml"))
+        .output()
+        .expect("ork runs")
+}
+
+#[test]
+fn check_passes_the_bash_example() {
+    let out = check(&example("katalog-exec.yaml"));
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "bash-demo/hello: the answer follows protocol v1\n0 of 1 answers break the protocol\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_every_way_an_answer_breaks_the_protocol() -> Result<()> {
+    let svc = FakeService::start(|_| {
+        Reply::ok(json!({
+            "result": "requeue",
+            "stauts": {"phase": "typo"},
+            "resources": [
+                {"type": "configmap", "fields": {"name": "cfg"}},
+                {"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "default"}}
+            ]
+        }))
+    })
+    .await?;
+    let katalog = http_katalog(&svc.url, &temp("check"));
+    let out = tokio::task::spawn_blocking(move || check(&katalog)).await?;
+    assert!(!out.status.success());
+    let text = stdout(&out);
+    for expected in [
+        "error: result=requeue but requeueAfter is empty",
+        "error: resources[0]: ConfigMap (core) is not declared",
+        "error: resources[1]: metadata.name is required",
+        "warning: unknown field \"stauts\" is ignored",
+        "1 of 1 answers break the protocol",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?}:\n{text}");
+    }
+    assert_eq!(svc.calls(), 1, "one call per CR");
+    Ok(())
+}

@@ -12,6 +12,6 @@ mod response;
 pub use intent::{INTENT_TYPES, build_intent};
 pub use request::{Gvk, HealthSummary, Prepared, Request, Trigger, ValidationReport};
 pub use response::{
-    Decision, DesiredChild, ManagedType, Outcome, OwnerRef, Policy, ResponseError,
-    ServiceCondition, ServiceEvent, decide,
+    Decision, DesiredChild, Lint, ManagedType, Outcome, OwnerRef, Policy, ResponseError,
+    ServiceCondition, ServiceEvent, decide, lint,
 };

@@ -27,6 +27,27 @@ pub(super) async fn ask(
     sentinels: &BTreeMap<ork_katalog::Sentinel, bool>,
     finalizing: bool,
 ) -> Result<Decision, String> {
+    let body = request(shared, subject, reason, attempt, sentinels, finalizing)?;
+    let answer = exchange(shared, &subject.cr, body)
+        .await
+        .map_err(|e| format!("remote reconciler: {e}"))?;
+    decide(&answer, &policy(shared, subject))
+        .map_err(|e| format!("response rejected, nothing applied: {e}"))
+}
+
+/// The request body (SPEC §2.1) for `subject`.
+///
+/// # Errors
+/// A denied validation rule (unless `finalizing`), a template that fails, or a cross selector
+/// that fails.
+pub(super) fn request(
+    shared: &Shared,
+    subject: &Subject<'_>,
+    reason: Reason,
+    attempt: u32,
+    sentinels: &BTreeMap<ork_katalog::Sentinel, bool>,
+    finalizing: bool,
+) -> Result<Vec<u8>, String> {
     let (key, obj, cr) = (subject.key, subject.obj, &subject.cr);
     let validation = if finalizing {
         ValidationReport::default()
@@ -64,7 +85,24 @@ pub(super) async fn ask(
             finalizing,
         },
     };
-    let body = serde_json::to_vec(&request).map_err(|e| format!("encoding the request: {e}"))?;
+    serde_json::to_vec(&request).map_err(|e| format!("encoding the request: {e}"))
+}
+
+/// What the answer for `subject` must satisfy.
+pub(super) fn policy(shared: &Shared, subject: &Subject<'_>) -> Policy {
+    Policy {
+        owner: subject.owner.reference.clone(),
+        managed: shared.children.iter().map(|c| c.managed.clone()).collect(),
+        ork_namespace: shared.ork_namespace.clone(),
+    }
+}
+
+/// Sends `body` (or answers it from a replay tape, or records it), timing the service.
+pub(super) async fn exchange(
+    shared: &Shared,
+    cr: &Value,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, String> {
     let started = Instant::now();
     let answer = match shared.tap.as_ref().and_then(|t| t.answer(&body)) {
         Some(replayed) => replayed,
@@ -86,15 +124,7 @@ pub(super) async fn ask(
         if answer.is_ok() { "ok" } else { "error" },
         took,
     );
-    let answer = answer.map_err(|e| format!("remote reconciler: {e}"))?;
-    let policy = Policy {
-        owner: subject.owner.reference.clone(),
-        managed: shared.children.iter().map(|c| c.managed.clone()).collect(),
-        ork_namespace: shared.ork_namespace.clone(),
-    };
-    let decision =
-        decide(&answer, &policy).map_err(|e| format!("response rejected, nothing applied: {e}"))?;
-    Ok(decision)
+    answer
 }
 
 /// Sends the request over the entry's transport (HTTP endpoint or exec command), after the

@@ -145,6 +145,33 @@ pub(crate) async fn reconcile(shared: &Shared, key: &str, reason: Reason) -> Nex
     next
 }
 
+/// `ork check`: the request `ork run` would send for `key`, sent once; returns the raw answer
+/// and what it must satisfy, for a lint that reports every problem.
+///
+/// # Errors
+/// No such CR, a request that cannot be built, or a call that failed.
+pub(crate) async fn probe(
+    shared: &Shared,
+    key: &str,
+) -> Result<(Vec<u8>, ork_protocol::Policy), String> {
+    let obj = shared
+        .lock()
+        .crs
+        .get(key)
+        .cloned()
+        .ok_or_else(|| format!("no CR {key}"))?;
+    let subject = Subject::new(shared, key, &obj);
+    let sentinels = shared
+        .lock()
+        .sentinels
+        .get(key)
+        .cloned()
+        .unwrap_or_default();
+    let body = ask::request(shared, &subject, Reason::Create, 1, &sentinels, false)?;
+    let answer = ask::exchange(shared, &subject.cr, body).await?;
+    Ok((answer, ask::policy(shared, &subject)))
+}
+
 /// The call and the writes it decides; `Err` is the failure message (never a credential).
 async fn call_and_apply(
     shared: &Shared,

@@ -229,53 +229,7 @@ pub async fn simulate(
         ork_namespace: std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into()),
         katalog_dir: options.katalog_dir.clone(),
     };
-    let mut entries: BTreeMap<String, SimEntry> = BTreeMap::new();
-    for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
-        let Some(remote) = entry.operator_box.reconcile.remote.clone() else {
-            continue;
-        };
-        let children = remote
-            .managed_resources
-            .iter()
-            .map(|m| offline_type(m, &katalog, &options.crds))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("entry {name}: {e}"))?;
-        let credential = CredentialSource::offline(remote.auth.as_ref())
-            .map_err(|e| format!("entry {name}: {e}"))?;
-        let memory = Arc::new(MemoryCluster::default());
-        let t = &entry.api_types;
-        let mut shared = Shared::build(
-            Parts {
-                name: name.clone(),
-                entry: entry.clone(),
-                remote,
-                cr_resource: ApiResource {
-                    group: t.group.clone(),
-                    version: t.version.clone(),
-                    api_version: format!("{}/{}", t.group, t.version),
-                    kind: t.kind.clone(),
-                    plural: t.plural.clone(),
-                },
-                children,
-                transport: transport.clone(),
-                credential,
-                cluster: memory.clone(),
-            },
-            &run_options,
-            process.clone(),
-        )?;
-        shared.tap = tap.clone();
-        let shared = Arc::new(shared);
-        process.registry.register(shared.clone());
-        entries.insert(
-            name.clone(),
-            SimEntry {
-                shared,
-                memory,
-                previous: HashMap::new(),
-            },
-        );
-    }
+    let mut entries = build_entries(&katalog, &options, &run_options, process, &transport, tap)?;
     for cr in crs {
         place_cr(&entries, cr)?;
     }
@@ -375,6 +329,135 @@ pub async fn simulate(
             .elapsed()
             .saturating_sub(Duration::from_nanos(service)),
     })
+}
+
+/// One in-memory entry per enabled Katalog entry, registered for `observe.cross`.
+fn build_entries(
+    katalog: &Katalog,
+    options: &SimulateOptions,
+    run_options: &RunOptions,
+    process: Arc<crate::runtime::Process>,
+    transport: &HttpTransport,
+    tap: Option<Arc<Tap>>,
+) -> Result<BTreeMap<String, SimEntry>, String> {
+    let mut entries: BTreeMap<String, SimEntry> = BTreeMap::new();
+    for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
+        let Some(remote) = entry.operator_box.reconcile.remote.clone() else {
+            continue;
+        };
+        let children = remote
+            .managed_resources
+            .iter()
+            .map(|m| offline_type(m, katalog, &options.crds))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("entry {name}: {e}"))?;
+        let credential = CredentialSource::offline(remote.auth.as_ref())
+            .map_err(|e| format!("entry {name}: {e}"))?;
+        let memory = Arc::new(MemoryCluster::default());
+        let t = &entry.api_types;
+        let mut shared = Shared::build(
+            Parts {
+                name: name.clone(),
+                entry: entry.clone(),
+                remote,
+                cr_resource: ApiResource {
+                    group: t.group.clone(),
+                    version: t.version.clone(),
+                    api_version: format!("{}/{}", t.group, t.version),
+                    kind: t.kind.clone(),
+                    plural: t.plural.clone(),
+                },
+                children,
+                transport: transport.clone(),
+                credential,
+                cluster: memory.clone(),
+            },
+            run_options,
+            process.clone(),
+        )?;
+        shared.tap = tap.clone();
+        let shared = Arc::new(shared);
+        process.registry.register(shared.clone());
+        entries.insert(
+            name.clone(),
+            SimEntry {
+                shared,
+                memory,
+                previous: HashMap::new(),
+            },
+        );
+    }
+    Ok(entries)
+}
+
+/// `ork check`'s verdict on one CR's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    pub key: String,
+    /// The call itself failed (no answer to check).
+    pub call_error: Option<String>,
+    pub lint: ork_protocol::Lint,
+}
+
+/// Sends the request of each CR to `entry`'s service once and lints every answer.
+///
+/// # Errors
+/// As [`simulate`], or an entry that is not in the Katalog.
+pub async fn check(
+    katalog: Katalog,
+    entry: &str,
+    crs: Vec<Value>,
+    options: SimulateOptions,
+) -> Result<Vec<Checked>, String> {
+    if !katalog.spec.crds.contains_key(entry) {
+        let names: Vec<&String> = katalog.spec.crds.keys().collect();
+        return Err(format!(
+            "no entry {entry:?} in the Katalog (entries: {names:?})"
+        ));
+    }
+    let runtime = Runtime::new(&katalog, true);
+    let transport = HttpTransport::new().map_err(|e| e.to_string())?;
+    let run_options = RunOptions {
+        ork_namespace: std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into()),
+        katalog_dir: options.katalog_dir.clone(),
+    };
+    let mut entries = build_entries(
+        &katalog,
+        &options,
+        &run_options,
+        runtime.process(),
+        &transport,
+        None,
+    )?;
+    for cr in crs {
+        place_cr(&entries, cr)?;
+    }
+    let sim = entries
+        .get_mut(entry)
+        .ok_or_else(|| format!("entry {entry:?} has no remote reconciler"))?;
+    sync(sim);
+    let mut keys: Vec<String> = sim.shared.lock().crs.keys().cloned().collect();
+    keys.sort();
+    if keys.is_empty() {
+        return Err(format!("none of the CRs is reconciled by entry {entry:?}"));
+    }
+    let mut out = Vec::new();
+    for key in keys {
+        let checked = match crate::reconcile::probe(&sim.shared, &key).await {
+            Ok((answer, policy)) => Checked {
+                key,
+                call_error: None,
+                lint: ork_protocol::lint(&answer, &policy),
+            },
+            Err(e) => Checked {
+                key,
+                call_error: Some(e),
+                lint: ork_protocol::Lint::default(),
+            },
+        };
+        out.push(checked);
+    }
+    Ok(out)
 }
 
 /// Stores a CR as the API server would: namespace defaulted, uid, generation, resourceVersion.
