@@ -42,6 +42,7 @@ fn main() -> ExitCode {
 
 /// Brings the cluster up (stopping it afterwards if this run started it) and runs every test.
 fn test(extra: &[&str]) -> Result<()> {
+    ensure_python_jsonschema()?;
     let started = cluster::up()?;
     let extra: Vec<&str> = extra.iter().copied().skip_while(|a| *a == "--").collect();
     let status = Command::new(cargo())
@@ -89,6 +90,20 @@ fn bench(args: &[&str]) -> Result<()> {
         cluster::down()?;
     }
     result
+}
+
+/// The schema tests check `ork schema` with an independent validator, Python's `jsonschema`.
+fn ensure_python_jsonschema() -> Result<()> {
+    let present = Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        eprintln!("test: installing Python's jsonschema for the schema tests");
+        run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "jsonschema"]))?;
+    }
+    Ok(())
 }
 
 pub(crate) fn cargo() -> String {

@@ -31,6 +31,11 @@ enum Command {
     /// Send each CR's request to the entry's service once and report every way the answers
     /// break the protocol.
     Check(CheckArgs),
+    /// Print a JSON Schema (draft 2020-12) of the Katalog, the request or the response.
+    Schema {
+        #[arg(value_parser = ["katalog", "request", "response"])]
+        what: String,
+    },
     /// Generate what running ork in a cluster needs, derived from the Katalog.
     #[command(subcommand)]
     Generate(Generate),
@@ -43,6 +48,23 @@ pub fn main() -> ExitCode {
         Command::Run(args) => crate::run::run(args),
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
+        Command::Schema { what } => {
+            let schema = match what.as_str() {
+                "katalog" => schemars::schema_for!(ork_katalog::Katalog),
+                "request" => schemars::schema_for!(ork_protocol::Request),
+                _ => schemars::schema_for!(ork_protocol::Response),
+            };
+            match serde_json::to_string_pretty(&schema) {
+                Ok(text) => {
+                    crate::output::say!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ork schema: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Generate(Generate::Rbac { katalog, target }) => {
             crate::generate::rbac(&katalog, &target.names())
         }

@@ -57,7 +57,7 @@ fn print_documents(docs: &[Value]) -> ExitCode {
             }
         }
     }
-    print!("{out}");
+    crate::output::emit(&out);
     ExitCode::SUCCESS
 }
 

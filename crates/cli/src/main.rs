@@ -3,6 +3,7 @@
 mod cli;
 mod generate;
 mod http;
+mod output;
 mod run;
 mod simulate;
 mod validate;

@@ -51,13 +51,13 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     redact_times(&mut report);
     match args.output.as_str() {
         "json" => match serde_json::to_string_pretty(&report) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => crate::output::say!("{text}"),
             Err(e) => {
                 eprintln!("ork simulate: {e}");
                 return ExitCode::FAILURE;
             }
         },
-        _ => print!("{}", render_text(&report)),
+        _ => crate::output::emit(&render_text(&report)),
     }
     eprintln!(
         "ork's own time: {:.0} ms (the service's time excluded)",
@@ -99,26 +99,26 @@ pub fn check(args: CheckArgs) -> ExitCode {
         match &r.call_error {
             Some(e) => {
                 broken += 1;
-                println!("{}: no answer: {e}", r.key);
+                crate::output::say!("{}: no answer: {e}", r.key);
             }
             None if r.lint.errors.is_empty() && r.lint.warnings.is_empty() => {
-                println!("{}: the answer follows protocol v1", r.key);
+                crate::output::say!("{}: the answer follows protocol v1", r.key);
             }
             None => {
                 if !r.lint.errors.is_empty() {
                     broken += 1;
                 }
-                println!("{}:", r.key);
+                crate::output::say!("{}:", r.key);
                 for e in &r.lint.errors {
-                    println!("  error: {e}");
+                    crate::output::say!("  error: {e}");
                 }
                 for w in &r.lint.warnings {
-                    println!("  warning: {w}");
+                    crate::output::say!("  warning: {w}");
                 }
             }
         }
     }
-    println!("{} of {} answers break the protocol", broken, results.len());
+    crate::output::say!("{} of {} answers break the protocol", broken, results.len());
     if broken == 0 {
         ExitCode::SUCCESS
     } else {

@@ -9,10 +9,10 @@ pub fn run(path: &Path) -> ExitCode {
     match load_file(path) {
         Ok(katalog) => {
             for (name, entry) in &katalog.spec.crds {
-                println!("{}", summary(name, entry));
+                crate::output::say!("{}", summary(name, entry));
             }
             let n = katalog.spec.crds.len();
-            println!(
+            crate::output::say!(
                 "{}: valid ({n} {})",
                 path.display(),
                 if n == 1 { "entry" } else { "entries" }

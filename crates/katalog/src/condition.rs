@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 
 use regex_lite::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::Sentinel;
 
 /// A condition as written in the Katalog. [`Condition::compile`] turns it into a [`Check`].
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Condition {
     #[serde(default)]
@@ -46,7 +47,7 @@ pub struct Condition {
     pub action: Option<RuleAction>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum RuleAction {
     #[default]

@@ -73,6 +73,20 @@ impl Serialize for Duration {
     }
 }
 
+impl schemars::JsonSchema for Duration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration such as 15s, 5m, 1h30m or 250ms.",
+            "examples": ["15s", "5m", "1h30m"]
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

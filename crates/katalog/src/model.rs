@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -10,7 +11,7 @@ use crate::duration::Duration;
 use crate::template::Template;
 
 /// One Katalog file (or document): a set of CRD entries ork reconciles.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Katalog {
     pub api_version: String,
@@ -20,7 +21,7 @@ pub struct Katalog {
     pub spec: KatalogSpec,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KatalogMeta {
     #[serde(default)]
@@ -31,14 +32,14 @@ pub struct KatalogMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KatalogSpec {
     pub crds: BTreeMap<String, CrdEntry>,
 }
 
 /// `spec.crds.<name>`: one custom resource type and how it is reconciled.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrdEntry {
     #[serde(default = "yes")]
@@ -62,7 +63,7 @@ pub struct CrdEntry {
     pub operator_box: OperatorBox,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiTypes {
     pub group: String,
@@ -72,7 +73,7 @@ pub struct ApiTypes {
 }
 
 /// `dependsOn`: a list of entry names (condition `started`) or a map name → condition.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DependsOn {
     #[default]
@@ -95,14 +96,14 @@ impl DependsOn {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum DependencyCondition {
     Started,
     Healthy,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OperatorBox {
     #[serde(default)]
@@ -114,7 +115,7 @@ pub struct OperatorBox {
     pub reconcile: Reconcile,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PreReconcile {
     #[serde(default)]
@@ -126,7 +127,9 @@ pub struct PreReconcile {
 }
 
 /// Change detectors computed between the previous and the current object.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum Sentinel {
     GenerationChanged,
@@ -161,7 +164,7 @@ impl Sentinel {
 }
 
 /// A gate passes when every `when` condition and (if any) one `or` condition holds.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Gate {
     #[serde(default)]
@@ -170,7 +173,7 @@ pub struct Gate {
     pub or: Vec<Condition>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Observe {
     #[serde(default)]
@@ -178,7 +181,7 @@ pub struct Observe {
 }
 
 /// Objects of another Katalog entry sent to the service in `prepared.cross.<as>`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrossRef {
     pub crd: String,
@@ -188,7 +191,7 @@ pub struct CrossRef {
     pub alias: String,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrossSelector {
     #[serde(default)]
@@ -201,7 +204,7 @@ pub struct CrossSelector {
 
 /// `operatorBox.validation`: conditions checked before the call; results go to
 /// `prepared.validation`, and a failed `deny` rule fails the reconcile without calling.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ValidationRules {
     #[serde(default)]
@@ -209,7 +212,7 @@ pub struct ValidationRules {
 }
 
 /// `operatorBox.reconcile`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Reconcile {
     /// Orkestra starts its built-in reconciler unless this is `false`; ork requires `false`.
@@ -227,7 +230,7 @@ pub struct Reconcile {
     pub remote: Option<Remote>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Queue {
     #[serde(default = "default_failure_threshold")]
@@ -246,7 +249,7 @@ impl Default for Queue {
 }
 
 /// Per-object exponential backoff after failed reconciles; reset on success.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RetryBackoff {
     #[serde(default = "default_backoff_initial")]
@@ -268,7 +271,7 @@ impl Default for RetryBackoff {
 }
 
 /// `operatorBox.reconcile.remote`: where decisions are requested and what may come back.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Remote {
     #[serde(default)]
@@ -309,7 +312,7 @@ pub struct Remote {
     pub max_response_bytes: u64,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedResource {
     pub group: String,
@@ -325,7 +328,7 @@ pub struct ManagedResource {
     pub cluster_scoped: bool,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Auth {
     #[serde(default)]
@@ -336,7 +339,7 @@ pub struct Auth {
     pub header: String,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretRef {
     pub name: String,
@@ -345,7 +348,7 @@ pub struct SecretRef {
     pub namespace: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RateLimit {
     pub qps: f64,
@@ -353,7 +356,7 @@ pub struct RateLimit {
     pub burst: u32,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Payload {
     #[serde(default)]
@@ -362,14 +365,14 @@ pub struct Payload {
     pub children: ChildrenPayload,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectPayload {
     #[serde(default)]
     pub exclude: Vec<String>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildrenPayload {
     #[serde(default = "yes")]

@@ -125,6 +125,19 @@ impl fmt::Debug for Template {
     }
 }
 
+impl schemars::JsonSchema for Template {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Template".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "Text with Go template actions over the CR, e.g. \"{{ .metadata.name }}-svc\".",
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Template {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

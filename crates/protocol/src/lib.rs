@@ -12,6 +12,6 @@ mod response;
 pub use intent::{INTENT_TYPES, build_intent};
 pub use request::{Gvk, HealthSummary, Prepared, Request, Trigger, ValidationReport};
 pub use response::{
-    Decision, DesiredChild, Lint, ManagedType, Outcome, OwnerRef, Policy, ResponseError,
+    Decision, DesiredChild, Lint, ManagedType, Outcome, OwnerRef, Policy, Response, ResponseError,
     ServiceCondition, ServiceEvent, decide, lint,
 };

@@ -2,11 +2,12 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Group/version/kind with capitalised keys, as Orkestra's Go encoding writes them.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub struct Gvk {
     #[serde(rename = "Group")]
     pub group: String,
@@ -16,7 +17,7 @@ pub struct Gvk {
     pub kind: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Request {
     /// `namespace/name`, or `name` for cluster-scoped CRs.
     pub key: String,
@@ -27,7 +28,7 @@ pub struct Request {
     pub prepared: Prepared,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Prepared {
     /// Owned children: lowercase kind → name → object.
@@ -40,7 +41,7 @@ pub struct Prepared {
     pub finalizing: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidationReport {
     pub passed: bool,
@@ -58,7 +59,7 @@ impl Default for ValidationReport {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthSummary {
     pub state: String,
@@ -67,7 +68,7 @@ pub struct HealthSummary {
 }
 
 /// Why this call happens: `create`, `update`, `child`, `resync`, `requeue`, `retry`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Trigger {
     pub reason: String,

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -68,7 +69,7 @@ pub enum Outcome {
     Error { message: String },
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceCondition {
     #[serde(rename = "type")]
@@ -80,7 +81,7 @@ pub struct ServiceCondition {
     pub message: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceEvent {
     #[serde(rename = "type", default = "normal")]
@@ -123,25 +124,37 @@ pub struct Decision {
     pub finalized: bool,
 }
 
-#[derive(Deserialize)]
+/// The service's answer as sent (SPEC §2.2), before [`decide`] checks it.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct RawResponse {
+pub struct Response {
+    /// `ok` (or empty): done. `requeue`: done, call again after `requeueAfter`. `error`: failure.
     #[serde(default)]
-    result: Option<String>,
+    pub result: Option<String>,
+    /// A duration such as `60s`: required with `requeue`, allowed with `ok`.
     #[serde(default)]
-    requeue_after: Option<String>,
+    pub requeue_after: Option<String>,
+    /// A non-empty message makes the reconcile a failure, whatever `result` says.
     #[serde(default)]
-    error: Option<String>,
+    pub error: Option<String>,
+    /// Merged into the CR's `.status`; `null` values delete keys; absent leaves status alone.
     #[serde(default)]
-    status: Option<Map<String, Value>>,
+    pub status: Option<Map<String, Value>>,
+    /// The full desired set of children. Each is a full object (`apiVersion`, `kind`,
+    /// `metadata.name`, …) or an intent `{type, fields}` with type one of deployment, service,
+    /// configmap, secret, serviceaccount, ingress, statefulset, job, cronjob, custom. Absent:
+    /// leave children alone; `[]`: no children (they are pruned).
     #[serde(default)]
-    resources: Option<Vec<Value>>,
+    pub resources: Option<Vec<Value>>,
+    /// Merged into `.status.conditions` by type (`Ready` is ork's own).
     #[serde(default)]
-    conditions: Option<Vec<ServiceCondition>>,
+    pub conditions: Option<Vec<ServiceCondition>>,
+    /// Recorded as Kubernetes events on the CR.
     #[serde(default)]
-    events: Option<Vec<ServiceEvent>>,
+    pub events: Option<Vec<ServiceEvent>>,
+    /// For finalize calls: `true` lets the CR go.
     #[serde(default)]
-    finalized: Option<bool>,
+    pub finalized: Option<bool>,
 }
 
 const SERVER_OWNED: [&str; 7] = [
@@ -161,7 +174,7 @@ const SERVER_OWNED: [&str; 7] = [
 /// `result`, `requeue` without `requeueAfter`, or any resource that is undeclared, malformed,
 /// in a forbidden namespace, a duplicate or the CR itself.
 pub fn decide(body: &[u8], policy: &Policy) -> Result<Decision, ResponseError> {
-    let raw: RawResponse =
+    let raw: Response =
         serde_json::from_slice(body).map_err(|e| ResponseError::Malformed(e.to_string()))?;
     let outcome = outcome_of(&raw)?;
     let conditions = raw.conditions.unwrap_or_default();
@@ -251,7 +264,7 @@ pub fn lint(body: &[u8], policy: &Policy) -> Lint {
     if !shape_ok {
         return lint;
     }
-    let raw: RawResponse = match serde_json::from_value(value.clone()) {
+    let raw: Response = match serde_json::from_value(value.clone()) {
         Ok(r) => r,
         Err(e) => {
             lint.errors.push(format!(
@@ -303,7 +316,7 @@ pub fn lint(body: &[u8], policy: &Policy) -> Lint {
 }
 
 /// What `result`, `requeueAfter` and `error` say together.
-fn outcome_of(raw: &RawResponse) -> Result<Outcome, ResponseError> {
+fn outcome_of(raw: &Response) -> Result<Outcome, ResponseError> {
     let requeue_after = raw
         .requeue_after
         .as_deref()
