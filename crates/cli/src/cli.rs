@@ -41,6 +41,14 @@ enum Command {
     Generate(Generate),
 }
 
+/// The folder a Katalog file is in (`.` for a bare file name): relative exec commands start there.
+pub fn folder_of(katalog: &std::path::Path) -> PathBuf {
+    katalog
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf)
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {

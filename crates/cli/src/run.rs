@@ -3,7 +3,7 @@
 //! taking work, let in-flight reconciles finish within `--shutdown-grace`, release the Lease.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -47,12 +47,7 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     let client = connect(args.kubeconfig.clone(), args.context.clone()).await?;
     let options = RunOptions {
         ork_namespace: ork_namespace(),
-        katalog_dir: args
-            .katalog
-            .parent()
-            .map(Path::to_path_buf)
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| PathBuf::from(".")),
+        katalog_dir: crate::cli::folder_of(&args.katalog),
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
     // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.

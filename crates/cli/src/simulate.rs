@@ -134,11 +134,7 @@ fn inputs(
 ) -> Result<(Vec<Value>, SimulateOptions)> {
     let options = SimulateOptions {
         cycles: 1,
-        katalog_dir: katalog
-            .parent()
-            .map(Path::to_path_buf)
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| PathBuf::from(".")),
+        katalog_dir: crate::cli::folder_of(katalog),
         crds: read_documents(crds)?,
         record: None,
         replay: None,
