@@ -65,12 +65,16 @@ fn labels() -> Value {
     json!({"app.kubernetes.io/name": "ork", "app.kubernetes.io/managed-by": "ork-generate"})
 }
 
-/// ServiceAccount, ClusterRole (the Katalog's rules, nothing wider) and ClusterRoleBinding.
+/// ServiceAccount, ClusterRole (the Katalog's rules, nothing wider) and ClusterRoleBinding, plus
+/// a Role and RoleBinding for what is needed in ork's own namespace only (the Lease).
 pub fn rbac_objects(katalog: &Katalog, names: &Names) -> Vec<Value> {
-    let rules: Vec<Value> = rules(katalog, &names.namespace, true)
-        .iter()
-        .map(rule_json)
-        .collect();
+    let (local, cluster): (Vec<Rule>, Vec<Rule>) = rules(katalog, &names.namespace, true)
+        .into_iter()
+        .partition(|r| r.namespace.is_some());
+    let rules: Vec<Value> = cluster.iter().map(rule_json).collect();
+    let local: Vec<Value> = local.iter().map(rule_json).collect();
+    let subjects =
+        json!([{"kind": "ServiceAccount", "name": names.name, "namespace": names.namespace}]);
     vec![
         json!({
             "apiVersion": "v1", "kind": "ServiceAccount",
@@ -85,7 +89,18 @@ pub fn rbac_objects(katalog: &Katalog, names: &Names) -> Vec<Value> {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": names.name, "labels": labels()},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": names.name},
-            "subjects": [{"kind": "ServiceAccount", "name": names.name, "namespace": names.namespace}],
+            "subjects": subjects,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": names.name, "namespace": names.namespace, "labels": labels()},
+            "rules": local,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": names.name, "namespace": names.namespace, "labels": labels()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.name},
+            "subjects": subjects,
         }),
     ]
 }

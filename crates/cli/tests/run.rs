@@ -619,3 +619,33 @@ async fn workers_wait_until_a_dependency_is_healthy() -> Result<()> {
     assert_eq!(webapps_svc.calls(), 1);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_selector_limits_what_is_reconciled() -> Result<()> {
+    let svc = FakeService::start(webapp_answer).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let text = katalog(&ns.name, &http(&svc.url), "").replace(
+        &format!("      namespace: {}\n", ns.name),
+        &format!(
+            "      namespace: {}\n      fieldSelector: {{metadata.name: web}}\n",
+            ns.name
+        ),
+    );
+    assert!(text.contains("fieldSelector"));
+    let (client, _ork) = start_katalog(&ns, &text).await?;
+    create_webapp(&client, &ns.name, "other", "nginx:1").await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    wait_ready(&webapps(&client, &ns.name).await?, "web", "True").await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let keys: Vec<String> = svc
+        .received()
+        .iter()
+        .filter_map(|r| r.body["key"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        keys,
+        [format!("{}/web", ns.name)],
+        "only the selected CR is reconciled"
+    );
+    Ok(())
+}

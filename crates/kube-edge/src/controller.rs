@@ -333,6 +333,14 @@ async fn watch_crs(shared: Arc<Shared>, client: Client) {
     if !selector.is_empty() {
         config = config.labels(&selector.join(","));
     }
+    let fields: Vec<String> = entry
+        .field_selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !fields.is_empty() {
+        config = config.fields(&fields.join(","));
+    }
     let declared = entry.operator_box.pre_reconcile.sentinels.clone();
     let mut stream = watcher(api, config).default_backoff().boxed();
     let mut relist: Option<HashSet<String>> = None;
