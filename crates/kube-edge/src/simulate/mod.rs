@@ -3,9 +3,6 @@
 //! Each cycle reconciles every CR once and calls the real service (HTTP or exec), until two
 //! cycles in a row change nothing (steady) or the cycle limit is reached.
 
-mod memory;
-mod tap;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,20 +12,25 @@ use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
 use ork_engine::gate::sentinels;
 use ork_engine::queue::Reason;
-use ork_katalog::{CrdEntry, Katalog, ManagedResource};
-use ork_protocol::ManagedType;
+use ork_katalog::{CrdEntry, Katalog};
 use ork_remote::HttpTransport;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-pub use memory::{Change, diff, merge};
-
 use crate::auth::CredentialSource;
 use crate::controller::{Parts, RunOptions, Shared, key_of};
-use crate::discovery::ChildType;
 use crate::runtime::Runtime;
+
+mod check;
+mod memory;
+mod tap;
+mod types;
+
+pub use check::{Checked, check};
 use memory::MemoryCluster;
+pub use memory::{Change, diff, merge};
 pub(crate) use tap::Tap;
+use types::offline_type;
 
 /// How to simulate.
 #[derive(Debug, Clone)]
@@ -70,131 +72,6 @@ pub struct Report {
     /// ork's own time: the whole run minus the time spent in the service.
     #[serde(skip)]
     pub ork_time: Duration,
-}
-
-/// Core and common built-in types, for managed resources declared without `kind`/`version`.
-const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
-    // group, plural, version, kind, namespaced
-    ("", "configmaps", "v1", "ConfigMap", true),
-    ("", "secrets", "v1", "Secret", true),
-    ("", "services", "v1", "Service", true),
-    ("", "serviceaccounts", "v1", "ServiceAccount", true),
-    (
-        "",
-        "persistentvolumeclaims",
-        "v1",
-        "PersistentVolumeClaim",
-        true,
-    ),
-    ("", "namespaces", "v1", "Namespace", false),
-    ("apps", "deployments", "v1", "Deployment", true),
-    ("apps", "statefulsets", "v1", "StatefulSet", true),
-    ("apps", "daemonsets", "v1", "DaemonSet", true),
-    ("batch", "jobs", "v1", "Job", true),
-    ("batch", "cronjobs", "v1beta1", "CronJob", true),
-    ("networking.k8s.io", "ingresses", "v1", "Ingress", true),
-    (
-        "policy",
-        "poddisruptionbudgets",
-        "v1beta1",
-        "PodDisruptionBudget",
-        true,
-    ),
-    ("rbac.authorization.k8s.io", "roles", "v1", "Role", true),
-    (
-        "rbac.authorization.k8s.io",
-        "rolebindings",
-        "v1",
-        "RoleBinding",
-        true,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "clusterroles",
-        "v1",
-        "ClusterRole",
-        false,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "clusterrolebindings",
-        "v1",
-        "ClusterRoleBinding",
-        false,
-    ),
-];
-
-/// Resolves a managed resource without an API server: the Katalog's own `kind`/`version`, a
-/// built-in type, or a `--crd` file.
-fn offline_type(
-    m: &ManagedResource,
-    katalog: &Katalog,
-    crds: &[Value],
-) -> Result<ChildType, String> {
-    let builtin = BUILTIN
-        .iter()
-        .find(|(g, p, ..)| *g == m.group && *p == m.plural);
-    let crd = crds.iter().find(|c| {
-        c["spec"]["group"].as_str() == Some(m.group.as_str())
-            && c["spec"]["names"]["plural"].as_str() == Some(m.plural.as_str())
-    });
-    let entry = katalog
-        .spec
-        .crds
-        .values()
-        .find(|e| e.api_types.group == m.group && e.api_types.plural == m.plural);
-    let kind = m
-        .kind
-        .clone()
-        .or_else(|| builtin.map(|b| b.3.to_string()))
-        .or_else(|| crd.and_then(|c| c["spec"]["names"]["kind"].as_str().map(str::to_string)))
-        .or_else(|| entry.map(|e| e.api_types.kind.clone()));
-    let version = m
-        .version
-        .clone()
-        .or_else(|| builtin.map(|b| b.2.to_string()))
-        .or_else(|| {
-            crd.and_then(|c| {
-                c["spec"]["versions"][0]["name"]
-                    .as_str()
-                    .map(str::to_string)
-            })
-        })
-        .or_else(|| entry.map(|e| e.api_types.version.clone()));
-    let (Some(kind), Some(version)) = (kind, version) else {
-        return Err(format!(
-            "managed resource {}/{}: declare `kind` and `version` in the Katalog or pass its CRD with --crd to simulate it",
-            if m.group.is_empty() { "core" } else { &m.group },
-            m.plural
-        ));
-    };
-    let namespaced = builtin.map(|b| b.4).unwrap_or_else(|| {
-        crd.and_then(|c| c["spec"]["scope"].as_str())
-            .map_or_else(|| entry.is_none_or(|e| e.namespaced), |s| s == "Namespaced")
-    }) && !m.cluster_scoped;
-    let api_version = if m.group.is_empty() {
-        version.clone()
-    } else {
-        format!("{}/{version}", m.group)
-    };
-    Ok(ChildType {
-        managed: ManagedType {
-            group: m.group.clone(),
-            version: version.clone(),
-            kind: kind.clone(),
-            plural: m.plural.clone(),
-            namespaced,
-            namespaces: m.namespaces.clone(),
-            cluster_scoped: m.cluster_scoped,
-        },
-        resource: ApiResource {
-            group: m.group.clone(),
-            version,
-            api_version,
-            kind,
-            plural: m.plural.clone(),
-        },
-    })
 }
 
 struct SimEntry {
@@ -388,76 +265,6 @@ fn build_entries(
         );
     }
     Ok(entries)
-}
-
-/// `ork check`'s verdict on one CR's answer.
-#[derive(Debug, Clone, Serialize)]
-pub struct Checked {
-    pub key: String,
-    /// The call itself failed (no answer to check).
-    pub call_error: Option<String>,
-    pub lint: ork_protocol::Lint,
-}
-
-/// Sends the request of each CR to `entry`'s service once and lints every answer.
-///
-/// # Errors
-/// As [`simulate`], or an entry that is not in the Katalog.
-pub async fn check(
-    katalog: Katalog,
-    entry: &str,
-    crs: Vec<Value>,
-    options: SimulateOptions,
-) -> Result<Vec<Checked>, String> {
-    if !katalog.spec.crds.contains_key(entry) {
-        let names: Vec<&String> = katalog.spec.crds.keys().collect();
-        return Err(format!(
-            "no entry {entry:?} in the Katalog (entries: {names:?})"
-        ));
-    }
-    let runtime = Runtime::new(&katalog, true);
-    let transport = HttpTransport::new().map_err(|e| e.to_string())?;
-    let run_options = RunOptions {
-        ork_namespace: std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into()),
-        katalog_dir: options.katalog_dir.clone(),
-    };
-    let mut entries = build_entries(
-        &katalog,
-        &options,
-        &run_options,
-        runtime.process(),
-        &transport,
-        None,
-    )?;
-    for cr in crs {
-        place_cr(&entries, cr)?;
-    }
-    let sim = entries
-        .get_mut(entry)
-        .ok_or_else(|| format!("entry {entry:?} has no remote reconciler"))?;
-    sync(sim);
-    let mut keys: Vec<String> = sim.shared.lock().crs.keys().cloned().collect();
-    keys.sort();
-    if keys.is_empty() {
-        return Err(format!("none of the CRs is reconciled by entry {entry:?}"));
-    }
-    let mut out = Vec::new();
-    for key in keys {
-        let checked = match crate::reconcile::probe(&sim.shared, &key).await {
-            Ok((answer, policy)) => Checked {
-                key,
-                call_error: None,
-                lint: ork_protocol::lint(&answer, &policy),
-            },
-            Err(e) => Checked {
-                key,
-                call_error: Some(e),
-                lint: ork_protocol::Lint::default(),
-            },
-        };
-        out.push(checked);
-    }
-    Ok(out)
 }
 
 /// Stores a CR as the API server would: namespace defaulted, uid, generation, resourceVersion.
