@@ -199,124 +199,8 @@ pub fn decide(body: &[u8], policy: &Policy) -> Result<Decision, ResponseError> {
     })
 }
 
-/// Every way an answer breaks the protocol, for `ork check` (where [`decide`] stops at the
-/// first). Warnings are legal but probably not meant.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
-pub struct Lint {
-    pub errors: Vec<String>,
-    pub warnings: Vec<String>,
-}
-
-const FIELDS: [&str; 8] = [
-    "result",
-    "requeueAfter",
-    "error",
-    "status",
-    "resources",
-    "conditions",
-    "events",
-    "finalized",
-];
-
-/// Checks every part of an answer and reports all problems.
-pub fn lint(body: &[u8], policy: &Policy) -> Lint {
-    let mut lint = Lint::default();
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            lint.errors.push(format!("the body is not JSON: {e}"));
-            return lint;
-        }
-    };
-    let Some(fields) = value.as_object() else {
-        lint.errors
-            .push(format!("the body must be a JSON object, got {value}"));
-        return lint;
-    };
-    for key in fields.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
-        lint.warnings.push(format!(
-            "unknown field \"{key}\" is ignored (fields: {})",
-            FIELDS.join(", ")
-        ));
-    }
-    let mut shape_ok = true;
-    for (field, want_object) in [
-        ("status", true),
-        ("resources", false),
-        ("conditions", false),
-        ("events", false),
-    ] {
-        let v = &value[field];
-        let fits = v.is_null()
-            || if want_object {
-                v.is_object()
-            } else {
-                v.is_array()
-            };
-        if !fits {
-            shape_ok = false;
-            lint.errors.push(format!(
-                "\"{field}\" must be {} or null, got {v}",
-                if want_object { "an object" } else { "a list" }
-            ));
-        }
-    }
-    if !shape_ok {
-        return lint;
-    }
-    let raw: Response = match serde_json::from_value(value.clone()) {
-        Ok(r) => r,
-        Err(e) => {
-            lint.errors.push(format!(
-                "the answer does not have the protocol's shape: {e}"
-            ));
-            return lint;
-        }
-    };
-    if let Err(e) = outcome_of(&raw) {
-        lint.errors.push(e.to_string());
-    }
-    if raw.error.as_deref().is_some_and(|e| !e.is_empty()) && raw.result.as_deref() != Some("error")
-    {
-        lint.warnings
-            .push("a non-empty \"error\" makes this a failure whatever \"result\" says".into());
-    }
-    for c in raw.conditions.iter().flatten() {
-        if let Err(e) = check_condition(c) {
-            lint.errors.push(e);
-        }
-    }
-    for e in raw.events.iter().flatten() {
-        if let Err(e) = check_event(e) {
-            lint.errors.push(e);
-        }
-    }
-    if let Some(list) = raw.resources {
-        let mut seen = BTreeSet::new();
-        for (index, entry) in list.into_iter().enumerate() {
-            match check_one(entry, policy) {
-                Ok(child) => {
-                    if !seen.insert((
-                        child.managed.group.clone(),
-                        child.managed.kind.clone(),
-                        child.namespace.clone(),
-                        child.name.clone(),
-                    )) {
-                        lint.errors.push(format!(
-                            "resources[{index}]: {} {} is listed twice",
-                            child.managed.kind, child.name
-                        ));
-                    }
-                }
-                Err(message) => lint.errors.push(format!("resources[{index}]: {message}")),
-            }
-        }
-    }
-    lint
-}
-
 /// What `result`, `requeueAfter` and `error` say together.
-fn outcome_of(raw: &Response) -> Result<Outcome, ResponseError> {
+pub(crate) fn outcome_of(raw: &Response) -> Result<Outcome, ResponseError> {
     let requeue_after = raw
         .requeue_after
         .as_deref()
@@ -343,7 +227,7 @@ fn outcome_of(raw: &Response) -> Result<Outcome, ResponseError> {
     })
 }
 
-fn check_condition(c: &ServiceCondition) -> Result<(), String> {
+pub(crate) fn check_condition(c: &ServiceCondition) -> Result<(), String> {
     if c.type_.is_empty() || !matches!(c.status.as_str(), "True" | "False" | "Unknown") {
         return Err(format!(
             "condition {:?} needs a type and status True, False or Unknown",
@@ -356,7 +240,7 @@ fn check_condition(c: &ServiceCondition) -> Result<(), String> {
     Ok(())
 }
 
-fn check_event(e: &ServiceEvent) -> Result<(), String> {
+pub(crate) fn check_event(e: &ServiceEvent) -> Result<(), String> {
     if !matches!(e.type_.as_str(), "Normal" | "Warning") || e.reason.is_empty() {
         return Err(format!(
             "event {:?} needs type Normal or Warning and a reason",
@@ -389,7 +273,7 @@ fn check_resources(list: Vec<Value>, policy: &Policy) -> Result<Vec<DesiredChild
     Ok(out)
 }
 
-fn check_one(entry: Value, policy: &Policy) -> Result<DesiredChild, String> {
+pub(crate) fn check_one(entry: Value, policy: &Policy) -> Result<DesiredChild, String> {
     let Value::Object(map) = entry else {
         return Err("expected an object".into());
     };
@@ -536,11 +420,11 @@ fn parse_go_duration(s: &str) -> Result<Duration, ResponseError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn policy() -> Policy {
+    pub(crate) fn policy() -> Policy {
         let t = |group: &str, kind: &str, plural: &str, namespaced: bool| ManagedType {
             group: group.into(),
             version: "v1".into(),
@@ -692,46 +576,6 @@ mod tests {
             decide(b"<html>", &policy()),
             Err(ResponseError::Malformed(_))
         ));
-    }
-
-    #[test]
-    fn lint_reports_every_problem_not_just_the_first() {
-        let body = json!({
-            "result": "requeue",
-            "resourcez": [],
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "events": [{"type": "Info", "reason": "X"}],
-            "resources": [
-                {"type": "configmap", "fields": {"name": "a"}},
-                {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "other"}},
-                {"type": "service", "fields": {"name": "ok", "port": 80}},
-                {"type": "service", "fields": {"name": "ok", "port": 81}}
-            ]
-        });
-        let lint = lint(body.to_string().as_bytes(), &policy());
-        let all = lint.errors.join("\n");
-        for expected in [
-            "result=requeue but requeueAfter is empty",
-            "condition Ready is ork's own",
-            "event \"X\" needs type Normal or Warning",
-            "resources[0]: ConfigMap (core) is not declared",
-            "resources[1]: Service s is in namespace \"other\"",
-            "resources[3]: Service ok is listed twice",
-        ] {
-            assert!(all.contains(expected), "missing {expected:?} in:\n{all}");
-        }
-        assert_eq!(lint.errors.len(), 6, "{all}");
-        assert!(lint.warnings[0].contains("unknown field \"resourcez\""));
-    }
-
-    #[test]
-    fn a_good_answer_lints_clean() {
-        let body = json!({"result": "ok", "resources": [{"type": "service", "fields": {"name": "a", "port": 80}}]});
-        assert_eq!(
-            lint(body.to_string().as_bytes(), &policy()),
-            Lint::default()
-        );
-        assert!(!lint(b"<html>", &policy()).errors.is_empty());
     }
 
     #[test]
