@@ -116,15 +116,72 @@ pub struct HttpTransport {
     client: reqwest::Client,
 }
 
+/// TLS for one entry's endpoint (`remote.tls`): a CA to trust besides the system's, and a
+/// client certificate for mTLS. Verification is always on.
+#[derive(Clone, Default)]
+pub struct TlsSettings {
+    /// PEM certificates of CAs that sign the service's certificate.
+    pub ca_pem: Option<Vec<u8>>,
+    /// PEM certificate chain and private key ork presents to the service.
+    pub client_cert_pem: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("ca", &self.ca_pem.is_some())
+            .field(
+                "client_cert",
+                &self.client_cert_pem.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
 impl HttpTransport {
+    /// A client that trusts the system's CAs.
+    ///
     /// # Errors
     /// When the TLS stack cannot be set up (no crypto provider installed).
     pub fn new() -> Result<HttpTransport, CallError> {
-        let client = reqwest::Client::builder()
+        HttpTransport::with_tls(&TlsSettings::default())
+    }
+
+    /// A client with an extra trusted CA and/or a client certificate.
+    ///
+    /// # Errors
+    /// PEM that does not hold a certificate or key (the key is never shown), or a TLS stack that
+    /// cannot be set up.
+    pub fn with_tls(tls: &TlsSettings) -> Result<HttpTransport, CallError> {
+        let mut builder = reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
-            .user_agent(concat!("ork/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("ork/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &tls.ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| CallError::Config(format!("tls CA bundle: {e}")))?;
+            if certs.is_empty() {
+                return Err(CallError::Config(
+                    "tls CA bundle holds no certificate".into(),
+                ));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if let Some((cert, key)) = &tls.client_cert_pem {
+            let mut pem = cert.clone();
+            pem.push(b'\n');
+            pem.extend_from_slice(key);
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+                CallError::Config(
+                    "tls client certificate: the PEM holds no usable certificate and key".into(),
+                )
+            })?;
+            builder = builder.identity(identity);
+        }
+        let client = builder
             .build()
             .map_err(|e| CallError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(HttpTransport { client })

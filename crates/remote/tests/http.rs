@@ -110,3 +110,72 @@ async fn errors_never_contain_the_credential() {
         "{text}"
     );
 }
+
+mod tls {
+    use super::*;
+    use ork_remote::TlsSettings;
+    use ork_test_support::pki::TestPki;
+
+    fn with(tls: &TlsSettings) -> HttpTransport {
+        ork_test_support::install_crypto();
+        HttpTransport::with_tls(tls).expect("client")
+    }
+
+    #[tokio::test]
+    async fn a_private_ca_and_a_client_certificate_make_mtls_work() {
+        let pki = TestPki::generate().expect("pki");
+        let svc = FakeService::start_tls(|_| Reply::ok("{}"), &pki, true)
+            .await
+            .expect("service");
+        let tls = TlsSettings {
+            ca_pem: Some(pki.ca_pem.clone().into_bytes()),
+            client_cert_pem: Some((
+                pki.client_cert_pem.clone().into_bytes(),
+                pki.client_key_pem.clone().into_bytes(),
+            )),
+        };
+        let body = with(&tls)
+            .call(call(&svc.url, None, 1024))
+            .await
+            .expect("answer over mTLS");
+        assert_eq!(body, b"{}");
+    }
+
+    #[tokio::test]
+    async fn verification_is_on_without_the_ca_and_mtls_needs_the_client_certificate() {
+        let pki = TestPki::generate().expect("pki");
+        let svc = FakeService::start_tls(|_| Reply::ok("{}"), &pki, true)
+            .await
+            .expect("service");
+        let unknown_ca = with(&TlsSettings::default())
+            .call(call(&svc.url, None, 1024))
+            .await;
+        assert!(
+            unknown_ca.is_err(),
+            "a certificate of an unknown CA is refused"
+        );
+        let no_client_cert = TlsSettings {
+            ca_pem: Some(pki.ca_pem.clone().into_bytes()),
+            client_cert_pem: None,
+        };
+        assert!(
+            with(&no_client_cert)
+                .call(call(&svc.url, None, 1024))
+                .await
+                .is_err()
+        );
+        assert_eq!(svc.calls(), 0, "no request got through");
+    }
+
+    #[test]
+    fn a_bad_key_is_reported_without_showing_it() {
+        let tls = TlsSettings {
+            ca_pem: None,
+            client_cert_pem: Some((b"not a cert".to_vec(), b"secret-key-material".to_vec())),
+        };
+        ork_test_support::install_crypto();
+        let err = HttpTransport::with_tls(&tls).expect_err("bad PEM");
+        assert!(!err.to_string().contains("secret-key-material"));
+        assert!(!format!("{tls:?}").contains("secret-key-material"));
+    }
+}

@@ -5,8 +5,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{RootCertStore, ServerConfig};
+
+use crate::pki::TestPki;
 
 /// What the service does with one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,8 +97,70 @@ impl FakeService {
         Ok(svc)
     }
 
+    /// The same service over HTTPS with the PKI's server certificate; with `require_client_cert`
+    /// only clients presenting a certificate of the PKI's CA get through the handshake.
+    ///
+    /// # Errors
+    /// No loopback port, or the PKI's PEM does not load.
+    pub async fn start_tls(
+        script: impl Fn(&Value) -> Reply + Send + 'static,
+        pki: &TestPki,
+        require_client_cert: bool,
+    ) -> std::io::Result<FakeService> {
+        let bad = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        let certs = CertificateDer::pem_slice_iter(pki.server_cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(e.to_string()))?;
+        let key = PrivateKeyDer::from_pem_slice(pki.server_key_pem.as_bytes())
+            .map_err(|e| bad(e.to_string()))?;
+        let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad(e.to_string()))?;
+        let config = if require_client_cert {
+            let mut roots = RootCertStore::empty();
+            for ca in CertificateDer::pem_slice_iter(pki.ca_pem.as_bytes()) {
+                roots
+                    .add(ca.map_err(|e| bad(e.to_string()))?)
+                    .map_err(|e| bad(e.to_string()))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| bad(e.to_string()))?;
+            builder
+                .with_client_cert_verifier(verifier)
+                .with_single_cert(certs, key)
+        } else {
+            builder.with_no_client_auth().with_single_cert(certs, key)
+        }
+        .map_err(|e| bad(e.to_string()))?;
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let svc = FakeService {
+            url: format!("https://{}/reconcile", listener.local_addr()?),
+            received: Arc::default(),
+            script: Arc::new(Mutex::new(Box::new(script))),
+            connections: Arc::default(),
+        };
+        let s = svc.clone();
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                s.connections
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (s, acceptor) = (s.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    // A failed handshake (no or wrong client certificate) just ends the connection.
+                    if let Ok(tls) = acceptor.accept(conn).await {
+                        s.serve(tls).await;
+                    }
+                });
+            }
+        });
+        Ok(svc)
+    }
+
     /// Serves HTTP/1.1 keep-alive requests on one connection.
-    async fn serve(self, mut conn: TcpStream) {
+    async fn serve(self, mut conn: impl AsyncRead + AsyncWrite + Unpin) {
         let mut buf = Vec::new();
         loop {
             let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
@@ -178,7 +247,7 @@ pub fn webapp_answer(req: &Value) -> Reply {
     }))
 }
 
-async fn read_more(conn: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+async fn read_more(conn: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>) -> bool {
     let mut chunk = [0u8; 8192];
     match conn.read(&mut chunk).await {
         Ok(0) | Err(_) => false,

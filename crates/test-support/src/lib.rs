@@ -15,6 +15,7 @@ use kube::{Client, Config, ResourceExt};
 use rand::Rng;
 
 pub mod fake_service;
+pub mod pki;
 
 /// Installs the one TLS provider (ring) for rustls; safe to call many times.
 pub fn install_crypto() {
