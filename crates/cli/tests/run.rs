@@ -649,3 +649,40 @@ async fn a_field_selector_limits_what_is_reconciled() -> Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtls_with_the_ca_and_client_certificate_from_secrets() -> Result<()> {
+    use ork_test_support::pki::TestPki;
+    let pki = TestPki::generate()?;
+    let svc = FakeService::start_tls(webapp_answer, &pki, true).await?;
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let secrets = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: service-ca}}\nstringData:\n  ca.crt: |\n{}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: ork-client}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
+        indent(&pki.ca_pem),
+        indent(&pki.client_cert_pem),
+        indent(&pki.client_key_pem)
+    );
+    apply_yaml(&client, &secrets, &ns.name).await?;
+    let tls = format!(
+        "            tls:\n              caSecretRef: {{name: service-ca, namespace: {ns}}}\n              clientCertSecretRef: {{name: ork-client, namespace: {ns}}}\n",
+        ns = ns.name
+    );
+    let (client, ork) = start_with(&ns, &http(&svc.url), &tls).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    wait_ready(&webapps(&client, &ns.name).await?, "web", "True").await?;
+    assert_eq!(svc.calls(), 1);
+    let log = ork.log();
+    assert!(
+        !log.contains("BEGIN PRIVATE KEY")
+            && !log.contains(pki.client_key_pem.lines().nth(1).unwrap_or("-")),
+        "no key material in the log"
+    );
+    Ok(())
+}

@@ -310,6 +310,46 @@ pub struct Remote {
     pub finalize: bool,
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: u64,
+    /// TLS for an https endpoint: an extra CA and a client certificate (mTLS).
+    #[serde(default)]
+    pub tls: Option<Tls>,
+}
+
+/// `remote.tls`. Verification is always on; these add trust and identity, never remove checks.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tls {
+    /// PEM of the CA(s) that sign the service's certificate.
+    #[serde(default)]
+    pub ca_bundle: Option<String>,
+    /// A Secret key holding that PEM instead (default key `ca.crt`).
+    #[serde(default)]
+    pub ca_secret_ref: Option<CaSecretRef>,
+    /// A `kubernetes.io/tls` Secret (`tls.crt`, `tls.key`) with ork's client certificate.
+    #[serde(default)]
+    pub client_cert_secret_ref: Option<TlsSecretRef>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CaSecretRef {
+    pub name: String,
+    #[serde(default = "default_ca_key")]
+    pub key: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsSecretRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+fn default_ca_key() -> String {
+    "ca.crt".into()
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]

@@ -417,6 +417,42 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
             }
         }
     }
+    if let Some(tls) = &remote.tls {
+        let tp = format!("{rp}.tls");
+        if remote.command.is_some() {
+            f.add(
+                &tp,
+                "tls applies to an HTTP endpoint; a command runs locally",
+                None,
+            );
+        }
+        if let Some(endpoint) = &remote.endpoint
+            && endpoint.is_literal()
+            && !endpoint.source().starts_with("https://")
+        {
+            f.add(
+                &tp,
+                "tls needs an https:// endpoint",
+                Some("the CA and client certificate are only used over https"),
+            );
+        }
+        if tls.ca_bundle.is_some() && tls.ca_secret_ref.is_some() {
+            f.add(
+                format!("{tp}.caSecretRef"),
+                "set either caBundle or caSecretRef, not both",
+                None,
+            );
+        }
+        if let Some(pem) = &tls.ca_bundle
+            && !pem.contains("-----BEGIN CERTIFICATE-----")
+        {
+            f.add(
+                format!("{tp}.caBundle"),
+                "caBundle holds no PEM certificate",
+                Some("paste the CA's -----BEGIN CERTIFICATE----- block"),
+            );
+        }
+    }
     if let Some(rl) = &remote.rate_limit
         && (rl.qps.is_nan() || rl.qps <= 0.0 || rl.burst == 0)
     {

@@ -326,3 +326,32 @@ fn exec_transport_fields_are_checked() {
             .contains("auth applies to an HTTP endpoint")
     );
 }
+
+#[test]
+fn tls_needs_https_and_one_ca_source() {
+    let plain = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            tls: {caSecretRef: {name: ca}}\n",
+    );
+    assert!(
+        only(&problems(&plain))
+            .message
+            .contains("tls needs an https:// endpoint")
+    );
+
+    let both = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "endpoint: \"https://svc.team/reconcile\"\n            tls: {caBundle: \"-----BEGIN CERTIFICATE-----\", caSecretRef: {name: ca}}",
+    );
+    assert!(
+        only(&problems(&both))
+            .message
+            .contains("either caBundle or caSecretRef")
+    );
+
+    let ok = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "endpoint: \"https://svc.team/reconcile\"\n            tls: {caSecretRef: {name: ca}, clientCertSecretRef: {name: ork-client}}",
+    );
+    load_str(&ok, Path::new("k.yaml")).expect("https with Secrets is valid");
+}

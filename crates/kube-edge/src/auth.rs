@@ -1,13 +1,48 @@
-//! Credentials for the service: from ork's environment or a Secret kept fresh by a watch.
+//! What ork presents to the service: a credential (from ork's environment or a Secret) and TLS
+//! material (inline or from Secrets). Secrets are watched, so a rotation takes effect without a
+//! restart; their values never reach a log line or an error message.
 
-use std::sync::{Arc, RwLock};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client};
-use ork_katalog::Auth;
-use ork_remote::Credential;
+use ork_katalog::{Auth, Tls};
+use ork_remote::{Credential, HttpTransport, TlsSettings};
+
+/// A Secret's data, or `None` while it is missing.
+type SecretData = Option<BTreeMap<String, ByteString>>;
+
+/// Watches the Secret `namespace/name`; `on_change` gets its data on every change (and `None`
+/// when it is deleted).
+fn watch_secret(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    mut on_change: impl FnMut(SecretData) + Send + 'static,
+) {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    tokio::spawn(async move {
+        let mut stream = watcher(api, config).boxed();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s)) => {
+                    on_change(Some(s.data.unwrap_or_default()))
+                }
+                Ok(watcher::Event::Delete(_)) => on_change(None),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "watch of a Secret failed; retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                }
+            }
+        }
+    });
+}
 
 /// Where the credential of an entry comes from. Cloning shares the same source.
 #[derive(Clone, Debug)]
@@ -50,35 +85,20 @@ impl CredentialSource {
             "Secret {ns}/{} not read yet",
             secret_ref.name
         ))));
-        let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
-        let config =
-            watcher::Config::default().fields(&format!("metadata.name={}", secret_ref.name));
         let header = auth.header.clone();
         let writer = slot.clone();
-        tokio::spawn(async move {
-            let mut stream = watcher(api, config)
-                .default_backoff()
-                .touched_objects()
-                .boxed();
-            while let Some(ev) = stream.next().await {
-                let Ok(secret) = ev else { continue };
-                let value = secret
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(&secret_ref.key))
-                    .map(|b| String::from_utf8_lossy(&b.0).into_owned());
-                let next = match value {
-                    Some(v) if !v.is_empty() => {
-                        Credential::new(&header, &v).map_err(|e| e.to_string())
-                    }
-                    _ => Err(format!(
-                        "Secret {ns}/{} has no key {}",
-                        secret_ref.name, secret_ref.key
-                    )),
-                };
-                if let Ok(mut w) = writer.write() {
-                    *w = next;
-                }
+        let (name, key, secret_ns) = (secret_ref.name.clone(), secret_ref.key.clone(), ns.clone());
+        watch_secret(client, &secret_ns, &secret_ref.name, move |data| {
+            let value = data
+                .as_ref()
+                .and_then(|d| d.get(&key))
+                .map(|b| String::from_utf8_lossy(&b.0).into_owned());
+            let next = match value {
+                Some(v) if !v.is_empty() => Credential::new(&header, &v).map_err(|e| e.to_string()),
+                _ => Err(format!("Secret {ns}/{name} has no key {key}")),
+            };
+            if let Ok(mut w) = writer.write() {
+                *w = next;
             }
         });
         Ok(CredentialSource::Secret(slot))
@@ -116,6 +136,157 @@ impl CredentialSource {
                 Ok(guard) => guard.clone().map(Some),
                 Err(_) => Err("credential store poisoned".into()),
             },
+        }
+    }
+}
+
+/// The HTTP client of an entry: shared, or built for its `remote.tls` and rebuilt whenever a
+/// TLS Secret changes. Cloning shares the same source.
+#[derive(Clone, Debug)]
+pub enum TransportSource {
+    Fixed(HttpTransport),
+    Watched(Arc<RwLock<Result<HttpTransport, String>>>),
+}
+
+/// The TLS material read so far; a client is built once everything needed is there.
+#[derive(Debug, Default)]
+struct TlsParts {
+    ca: Option<Vec<u8>>,
+    client: Option<(Vec<u8>, Vec<u8>)>,
+    missing: BTreeMap<&'static str, String>,
+}
+
+impl TransportSource {
+    /// The entry's client: `shared` without `tls`, else one with its CA and client certificate.
+    ///
+    /// # Errors
+    /// Inline TLS material that does not load.
+    pub fn start(
+        client: &Client,
+        shared: &HttpTransport,
+        tls: Option<&Tls>,
+        ork_namespace: &str,
+    ) -> Result<TransportSource, String> {
+        let Some(tls) = tls else {
+            return Ok(TransportSource::Fixed(shared.clone()));
+        };
+        if tls.ca_secret_ref.is_none() && tls.client_cert_secret_ref.is_none() {
+            return TransportSource::offline(shared, Some(tls));
+        }
+        let slot = Arc::new(RwLock::new(Err("TLS Secrets not read yet".to_string())));
+        let parts = Arc::new(Mutex::new(TlsParts {
+            ca: tls.ca_bundle.clone().map(String::into_bytes),
+            ..TlsParts::default()
+        }));
+        let rebuild = {
+            let (slot, parts) = (slot.clone(), parts.clone());
+            move || {
+                let Ok(p) = parts.lock() else { return };
+                let next = match p.missing.values().next() {
+                    Some(why) => Err(why.clone()),
+                    None => HttpTransport::with_tls(&TlsSettings {
+                        ca_pem: p.ca.clone(),
+                        client_cert_pem: p.client.clone(),
+                    })
+                    .map_err(|e| e.to_string()),
+                };
+                if let Ok(mut w) = slot.write() {
+                    *w = next;
+                }
+            }
+        };
+        if let Some(r) = &tls.ca_secret_ref {
+            let ns = r
+                .namespace
+                .clone()
+                .unwrap_or_else(|| ork_namespace.to_string());
+            let what = format!("Secret {ns}/{} has no key {}", r.name, r.key);
+            parts
+                .lock()
+                .map_err(|_| "TLS state poisoned")?
+                .missing
+                .insert("ca", format!("{what} (not read yet)"));
+            let (parts, rebuild, key) = (parts.clone(), rebuild.clone(), r.key.clone());
+            watch_secret(client, &ns, &r.name, move |data| {
+                if let Ok(mut p) = parts.lock() {
+                    match data.as_ref().and_then(|d| d.get(&key)) {
+                        Some(pem) => {
+                            p.ca = Some(pem.0.clone());
+                            p.missing.remove("ca");
+                        }
+                        None => {
+                            p.missing.insert("ca", what.clone());
+                        }
+                    }
+                }
+                rebuild();
+            });
+        }
+        if let Some(r) = &tls.client_cert_secret_ref {
+            let ns = r
+                .namespace
+                .clone()
+                .unwrap_or_else(|| ork_namespace.to_string());
+            let what = format!("Secret {ns}/{} needs tls.crt and tls.key", r.name);
+            parts
+                .lock()
+                .map_err(|_| "TLS state poisoned")?
+                .missing
+                .insert("client", format!("{what} (not read yet)"));
+            let (parts, rebuild) = (parts.clone(), rebuild.clone());
+            watch_secret(client, &ns, &r.name, move |data| {
+                if let Ok(mut p) = parts.lock() {
+                    let pair = data.as_ref().and_then(|d| {
+                        Some((d.get("tls.crt")?.0.clone(), d.get("tls.key")?.0.clone()))
+                    });
+                    match pair {
+                        Some(pair) => {
+                            p.client = Some(pair);
+                            p.missing.remove("client");
+                        }
+                        None => {
+                            p.missing.insert("client", what.clone());
+                        }
+                    }
+                }
+                rebuild();
+            });
+        }
+        Ok(TransportSource::Watched(slot))
+    }
+
+    /// Without a cluster (`ork simulate`): inline TLS material only.
+    ///
+    /// # Errors
+    /// A TLS Secret, which cannot be read offline, or inline material that does not load.
+    pub fn offline(shared: &HttpTransport, tls: Option<&Tls>) -> Result<TransportSource, String> {
+        let Some(tls) = tls else {
+            return Ok(TransportSource::Fixed(shared.clone()));
+        };
+        if tls.ca_secret_ref.is_some() || tls.client_cert_secret_ref.is_some() {
+            return Err(
+                "TLS Secrets cannot be read without a cluster; use tls.caBundle to simulate".into(),
+            );
+        }
+        HttpTransport::with_tls(&TlsSettings {
+            ca_pem: tls.ca_bundle.clone().map(String::into_bytes),
+            client_cert_pem: None,
+        })
+        .map(TransportSource::Fixed)
+        .map_err(|e| e.to_string())
+    }
+
+    /// The client to call with now.
+    ///
+    /// # Errors
+    /// A TLS Secret that is missing or incomplete.
+    pub fn current(&self) -> Result<HttpTransport, String> {
+        match self {
+            TransportSource::Fixed(t) => Ok(t.clone()),
+            TransportSource::Watched(slot) => slot
+                .read()
+                .map_err(|_| "TLS state poisoned".to_string())?
+                .clone(),
         }
     }
 }

@@ -60,6 +60,10 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
             if let Some(secret) = remote.auth.as_ref().and_then(|a| a.secret_ref.as_ref()) {
                 secrets.insert(secret.name.clone());
             }
+            if let Some(tls) = &remote.tls {
+                secrets.extend(tls.ca_secret_ref.iter().map(|r| r.name.clone()));
+                secrets.extend(tls.client_cert_secret_ref.iter().map(|r| r.name.clone()));
+            }
         }
     }
     for (group, plural) in children {

@@ -13,7 +13,7 @@ use ork_remote::HttpTransport;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::auth::CredentialSource;
+use crate::auth::{CredentialSource, TransportSource};
 use crate::cluster::KubeCluster;
 use crate::discovery::{resolve_managed, wait_for_cr_type};
 use crate::runtime::Process;
@@ -74,6 +74,12 @@ pub(crate) async fn start_entry(
         .map_err(|e| e.to_string())?;
     let credential =
         CredentialSource::start(&client, remote.auth.as_ref(), &options.ork_namespace)?;
+    let transport = TransportSource::start(
+        &client,
+        &transport,
+        remote.tls.as_ref(),
+        &options.ork_namespace,
+    )?;
     let cluster = Arc::new(KubeCluster::new(client.clone(), cr_resource.clone()));
     let shared = Arc::new(Shared::build(
         Parts {

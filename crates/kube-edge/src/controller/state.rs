@@ -15,12 +15,11 @@ use ork_engine::health::Health;
 use ork_engine::queue::{Reason, WorkQueue};
 use ork_engine::ratelimit::TokenBucket;
 use ork_katalog::{Check, CrdEntry, Remote, Sentinel};
-use ork_remote::HttpTransport;
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::RunOptions;
-use crate::auth::CredentialSource;
+use crate::auth::{CredentialSource, TransportSource};
 use crate::cluster::Cluster;
 use crate::discovery::ChildType;
 use crate::runtime::Process;
@@ -38,7 +37,7 @@ pub(crate) struct Shared {
     pub service_nanos: std::sync::atomic::AtomicU64,
     pub cr_resource: ApiResource,
     pub children: Vec<ChildType>,
-    pub transport: HttpTransport,
+    pub transport: TransportSource,
     pub credential: CredentialSource,
     pub ork_namespace: String,
     /// Where the exec transport's command runs.
@@ -143,7 +142,7 @@ pub(crate) struct Parts {
     pub remote: Remote,
     pub cr_resource: ApiResource,
     pub children: Vec<ChildType>,
-    pub transport: HttpTransport,
+    pub transport: TransportSource,
     pub credential: CredentialSource,
     pub cluster: Arc<dyn Cluster>,
 }

@@ -167,6 +167,7 @@ async fn send(shared: &Shared, cr: &Value, body: Vec<u8>) -> Result<Vec<u8>, Str
     }
     shared
         .transport
+        .current()?
         .call(Call {
             url: &url,
             body,

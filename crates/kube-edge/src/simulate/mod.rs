@@ -17,7 +17,7 @@ use ork_remote::HttpTransport;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::auth::CredentialSource;
+use crate::auth::{CredentialSource, TransportSource};
 use crate::controller::{Parts, RunOptions, Shared, key_of};
 use crate::runtime::Runtime;
 
@@ -230,6 +230,8 @@ fn build_entries(
             .map_err(|e| format!("entry {name}: {e}"))?;
         let credential = CredentialSource::offline(remote.auth.as_ref())
             .map_err(|e| format!("entry {name}: {e}"))?;
+        let entry_transport = TransportSource::offline(transport, remote.tls.as_ref())
+            .map_err(|e| format!("entry {name}: {e}"))?;
         let memory = Arc::new(MemoryCluster::default());
         let t = &entry.api_types;
         let mut shared = Shared::build(
@@ -245,7 +247,7 @@ fn build_entries(
                     plural: t.plural.clone(),
                 },
                 children,
-                transport: transport.clone(),
+                transport: entry_transport,
                 credential,
                 cluster: memory.clone(),
             },
