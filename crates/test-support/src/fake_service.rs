@@ -79,22 +79,7 @@ impl FakeService {
     pub async fn start(
         script: impl Fn(&Value) -> Reply + Send + 'static,
     ) -> std::io::Result<FakeService> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let svc = FakeService {
-            url: format!("http://{}/reconcile", listener.local_addr()?),
-            received: Arc::default(),
-            script: Arc::new(Mutex::new(Box::new(script))),
-            connections: Arc::default(),
-        };
-        let s = svc.clone();
-        tokio::spawn(async move {
-            while let Ok((conn, _)) = listener.accept().await {
-                s.connections
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tokio::spawn(s.clone().serve(conn));
-            }
-        });
-        Ok(svc)
+        FakeService::launch(Box::new(script), None).await
     }
 
     /// The same service over HTTPS with the PKI's server certificate; with `require_client_cert`
@@ -134,12 +119,17 @@ impl FakeService {
             builder.with_no_client_auth().with_single_cert(certs, key)
         }
         .map_err(|e| bad(e.to_string()))?;
-        let acceptor = TlsAcceptor::from(Arc::new(config));
+        FakeService::launch(Box::new(script), Some(TlsAcceptor::from(Arc::new(config)))).await
+    }
+
+    /// Binds 127.0.0.1 and accepts connections (through `tls` when given) until the runtime ends.
+    async fn launch(script: Script, tls: Option<TlsAcceptor>) -> std::io::Result<FakeService> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let svc = FakeService {
-            url: format!("https://{}/reconcile", listener.local_addr()?),
+            url: format!("{scheme}://{}/reconcile", listener.local_addr()?),
             received: Arc::default(),
-            script: Arc::new(Mutex::new(Box::new(script))),
+            script: Arc::new(Mutex::new(script)),
             connections: Arc::default(),
         };
         let s = svc.clone();
@@ -147,11 +137,16 @@ impl FakeService {
             while let Ok((conn, _)) = listener.accept().await {
                 s.connections
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let (s, acceptor) = (s.clone(), acceptor.clone());
+                let (s, tls) = (s.clone(), tls.clone());
                 tokio::spawn(async move {
-                    // A failed handshake (no or wrong client certificate) just ends the connection.
-                    if let Ok(tls) = acceptor.accept(conn).await {
-                        s.serve(tls).await;
+                    match tls {
+                        None => s.serve(conn).await,
+                        // A failed handshake (no or wrong client certificate) just ends the connection.
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(conn).await {
+                                s.serve(stream).await;
+                            }
+                        }
                     }
                 });
             }
