@@ -1,21 +1,36 @@
 //! The exec transport: "a bash script can be a reconciler". The request JSON goes to the
 //! program's stdin, the answer is read from its stdout; exit code 0 means it answered.
 //!
-//! The program gets an explicit environment (`PATH` plus what the Katalog declares) and working
-//! directory, and its arguments are passed as they are: no shell ever sees CR content.
+//! The program gets an explicit environment (`PATH`, what the Katalog declares, and
+//! `ORK_EXEC_ID`, a random value that marks it and what it starts) and working directory, and its
+//! arguments are passed as they are: no shell ever sees CR content. When the call ends without an
+//! answer (timeout, too much output, or the call is dropped) the command and every process it
+//! started are killed ([`descendants`]).
+
+mod descendants;
 
 use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use crate::CallError;
+use crate::http::random_hex;
+use crate::text::{Keep, Redactor};
+use crate::{CallError, SNIPPET_CHARS};
+use descendants::{MARKER_VAR, ProcessTree};
 
 /// How much of stderr is kept for error messages (the end, where the reason usually is).
 const STDERR_TAIL: usize = 2048;
+
+/// How long stderr is still read after the command was killed, for its last lines.
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// How long a kill may take before the call reports anyway.
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// One run of the command.
 #[derive(Debug)]
@@ -30,11 +45,49 @@ pub struct ExecCall<'a> {
     pub max_bytes: u64,
 }
 
+/// How the command's run ended.
+enum Ended {
+    Exited(Vec<u8>, std::io::Result<ExitStatus>),
+    TooLarge,
+    TimedOut,
+}
+
+/// Kills the command's processes when dropped while armed: a call that is cancelled (its future
+/// dropped) leaves nothing running either.
+struct Guard {
+    tree: ProcessTree,
+    armed: bool,
+}
+
+impl Guard {
+    /// Kills everything now, off the async threads, and waits (bounded) until it is gone.
+    async fn kill(&mut self) {
+        self.armed = false;
+        let tree = self.tree.clone();
+        let work = move || {
+            let killed = tree.kill_all();
+            descendants::wait_gone(&killed, KILL_WAIT);
+        };
+        if tokio::task::spawn_blocking(work).await.is_err() {
+            self.tree.kill_all();
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.tree.kill_all();
+        }
+    }
+}
+
 /// Runs the command and returns its stdout.
 ///
 /// # Errors
-/// The program cannot start, exits non-zero, outlives the timeout (it is killed), writes more than
-/// `max_bytes`, or writes something that is not JSON; each carries the tail of stderr.
+/// The program cannot start, exits non-zero, outlives the timeout, writes more than `max_bytes`
+/// (in both cases it and everything it started are killed), or writes something that is not
+/// JSON; each carries the cleaned tail of stderr.
 pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
     let Some((program, args)) = call.command.split_first() else {
         return Err(CallError::Config("command is empty".into()));
@@ -52,6 +105,7 @@ pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
     } else {
         program.into()
     };
+    let marker = random_hex(16);
     let mut child = Command::new(&path)
         .args(args)
         .current_dir(&working_dir)
@@ -61,25 +115,32 @@ pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
             std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
         )
         .envs(call.env)
+        .env(MARKER_VAR, &marker)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        // Its own process group, so a timeout also ends what a script started.
+        // Its own process group: the first thing the kill looks for.
         .process_group(0)
         .spawn()
         .map_err(|e| CallError::ExecSpawn {
             program: program.clone(),
             reason: e.to_string(),
         })?;
-    let (Some(mut stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let (Some(mut stdin), Some(stdout), Some(stderr), Some(pid)) = (
+        child.stdin.take(),
+        child.stdout.take(),
+        child.stderr.take(),
+        child.id(),
+    ) else {
         return Err(CallError::Config(
             "the command's pipes were not set up".into(),
         ));
     };
-    let pid = child.id();
+    let mut guard = Guard {
+        tree: ProcessTree::new(pid, &marker, &[stdout.as_raw_fd(), stderr.as_raw_fd()]),
+        armed: true,
+    };
     let body = call.body;
     // Feed stdin while reading stdout: a program that answers before reading everything must
     // not deadlock against a full pipe. A program that ignores stdin closes it early; fine.
@@ -88,56 +149,76 @@ pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
         drop(stdin);
     };
     let limit = call.max_bytes;
-    let run = async {
-        let ((), out, err) = tokio::join!(feed, read_capped(stdout, limit), read_tail(stderr));
-        let status = child.wait().await;
-        (out, err, status)
-    };
-    let (out, err, status) = match tokio::time::timeout(call.timeout, run).await {
-        Ok(done) => done,
-        Err(_) => {
-            // kill_on_drop ends the program itself; its group may hold more.
-            if let Some(pid) = pid {
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{pid}")])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .await;
+    let mut tail = Vec::new();
+    let ended = {
+        let stdout_done = async { tokio::join!(feed, read_capped(stdout, limit)).1 };
+        let stderr_done = read_tail(stderr, &mut tail);
+        tokio::pin!(stdout_done, stderr_done);
+        let run = async {
+            let mut stderr_open = true;
+            let out = loop {
+                tokio::select! {
+                    out = &mut stdout_done => break out,
+                    () = &mut stderr_done, if stderr_open => stderr_open = false,
+                }
+            };
+            // Over the limit: stop at once, the command may go on writing (or hold stderr).
+            let Some(out) = out else {
+                return Ended::TooLarge;
+            };
+            if stderr_open {
+                (&mut stderr_done).await;
             }
-            return Err(CallError::ExecTimeout {
-                program: program.clone(),
-                after: call.timeout,
-                stderr: String::new(),
-            });
+            Ended::Exited(out, child.wait().await)
+        };
+        let ended = tokio::time::timeout(call.timeout, run)
+            .await
+            .unwrap_or(Ended::TimedOut);
+        if !matches!(ended, Ended::Exited(..)) {
+            guard.kill().await;
+            // The writers are gone: what they wrote last is still in the pipe.
+            let _ = tokio::time::timeout(STDERR_DRAIN, &mut stderr_done).await;
         }
+        ended
     };
-    let stderr = tail_note(&err);
-    let Some(out) = out else {
-        return Err(CallError::ExecTooLarge {
+    if !matches!(ended, Ended::Exited(..)) {
+        let _ = child.wait().await;
+    }
+    guard.armed = false;
+    let stderr = tail_note(&tail);
+    match ended {
+        Ended::TimedOut => Err(CallError::ExecTimeout {
+            program: program.clone(),
+            after: call.timeout,
+            stderr,
+        }),
+        Ended::TooLarge => Err(CallError::ExecTooLarge {
             program: program.clone(),
             limit,
-        });
-    };
-    let status = status.map_err(|e| CallError::ExecSpawn {
-        program: program.clone(),
-        reason: e.to_string(),
-    })?;
-    if !status.success() {
-        return Err(CallError::ExecFailed {
-            program: program.clone(),
-            status: status.to_string(),
             stderr,
-        });
+        }),
+        Ended::Exited(out, status) => {
+            let status = status.map_err(|e| CallError::ExecSpawn {
+                program: program.clone(),
+                reason: e.to_string(),
+            })?;
+            if !status.success() {
+                return Err(CallError::ExecFailed {
+                    program: program.clone(),
+                    status: status.to_string(),
+                    stderr,
+                });
+            }
+            if let Err(e) = serde_json::from_slice::<serde_json::Value>(&out) {
+                return Err(CallError::ExecGarbage {
+                    program: program.clone(),
+                    reason: e.to_string(),
+                    stderr,
+                });
+            }
+            Ok(out)
+        }
     }
-    if let Err(e) = serde_json::from_slice::<serde_json::Value>(&out) {
-        return Err(CallError::ExecGarbage {
-            program: program.clone(),
-            reason: e.to_string(),
-            stderr,
-        });
-    }
-    Ok(out)
 }
 
 /// Reads all of `r`, or `None` as soon as it passes `limit` bytes.
@@ -157,9 +238,9 @@ async fn read_capped(mut r: impl AsyncRead + Unpin, limit: u64) -> Option<Vec<u8
     }
 }
 
-/// Reads all of `r`, keeping the last [`STDERR_TAIL`] bytes.
-async fn read_tail(mut r: impl AsyncRead + Unpin) -> Vec<u8> {
-    let mut tail = Vec::new();
+/// Reads all of `r` into `tail`, keeping the last [`STDERR_TAIL`] bytes. What was read stays in
+/// `tail` when the future is dropped half-way.
+async fn read_tail(mut r: impl AsyncRead + Unpin, tail: &mut Vec<u8>) {
     let mut chunk = [0u8; 8192];
     while let Ok(n) = r.read(&mut chunk).await {
         if n == 0 {
@@ -170,12 +251,12 @@ async fn read_tail(mut r: impl AsyncRead + Unpin) -> Vec<u8> {
             tail.drain(..tail.len() - STDERR_TAIL);
         }
     }
-    tail
 }
 
+/// `; stderr: <last line(s)>`, cleaned and cut to [`SNIPPET_CHARS`], or nothing.
 fn tail_note(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let text = text.trim();
+    let text =
+        Redactor::default().sanitize(&String::from_utf8_lossy(stderr), SNIPPET_CHARS, Keep::End);
     if text.is_empty() {
         String::new()
     } else {

@@ -1,26 +1,43 @@
 //! The remote edge: one request per reconcile to the service, and its answer back as bytes for
 //! `ork-protocol` to check. Two transports: HTTP ([`HttpTransport`]: POST with timeout, size
-//! limit, auth header, trace headers) and exec ([`exec`]: a local program, request on stdin,
+//! limit, auth header, trace headers) and exec ([`exec()`]: a local program, request on stdin,
 //! answer on stdout).
 //!
-//! Credentials are handed in as [`Credential`], whose `Debug` never shows the value, and no
-//! error message here contains a header or a URL's user info.
+//! The data flow of an HTTP call: the caller parses the rendered endpoint into an [`Endpoint`]
+//! (the parser the HTTP client uses), decides with [`credential_allowed`] whether the
+//! [`Credential`] may go there, and the transport sends to that same parsed URL. Redirects are
+//! never followed.
+//!
+//! Credentials are handed in as [`Credential`], whose `Debug` never shows the value. No error
+//! message here contains a header value or a URL's user info, and text from the service (a
+//! non-200 body, stderr) is cut short, stripped of control characters ([`clean_text`]) and of the
+//! credential ([`Credential::redact`]) before it goes into one.
 
+mod endpoint;
 mod exec;
+mod http;
+mod text;
 
 use std::fmt;
 use std::time::Duration;
 
-use rand::Rng;
-use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 
+pub use endpoint::{Endpoint, UrlError, credential_allowed, endpoint_host, host_of};
 pub use exec::{ExecCall, exec};
+pub use http::{Call, HttpTransport, TlsSettings};
+pub use text::{REDACTED, clean_text};
+
+/// How many characters of service text (a body, stderr) an error message keeps.
+pub const SNIPPET_CHARS: usize = 200;
 
 /// A secret value with the header it goes in.
 #[derive(Clone)]
 pub struct Credential {
     header: HeaderName,
     value: HeaderValue,
+    /// The secret as configured (trimmed), to redact it from service text.
+    secret: String,
 }
 
 impl fmt::Debug for Credential {
@@ -35,29 +52,47 @@ impl Credential {
     /// # Errors
     /// When the header name or the value cannot be sent in HTTP (the value is not shown).
     pub fn new(header: &str, secret: &str) -> Result<Credential, CallError> {
-        let name = HeaderName::from_bytes(header.as_bytes())
-            .map_err(|_| CallError::Config(format!("\"{header}\" is not a header name")))?;
+        let name = HeaderName::from_bytes(header.as_bytes()).map_err(|_| {
+            CallError::Config(format!("{:?} is not a header name", clean_text(header, 64)))
+        })?;
+        let secret = secret.trim();
         let text = if name == reqwest::header::AUTHORIZATION {
-            format!("Bearer {}", secret.trim())
+            format!("Bearer {secret}")
         } else {
-            secret.trim().to_string()
+            secret.to_string()
         };
         let mut value = HeaderValue::from_str(&text).map_err(|_| {
             CallError::Config(format!(
-                "the credential for header {header} contains characters HTTP headers cannot carry"
+                "the credential for header {name} contains characters HTTP headers cannot carry"
             ))
         })?;
         value.set_sensitive(true);
         Ok(Credential {
             header: name,
             value,
+            secret: secret.to_string(),
         })
+    }
+
+    /// `text` with every occurrence of the secret (also as a JSON string escapes it) replaced by
+    /// [`REDACTED`]; `Bearer <secret>` becomes `Bearer [redacted]`.
+    pub fn redact(&self, text: &str) -> String {
+        self.redactor().redact(text)
+    }
+
+    pub(crate) fn redactor(&self) -> text::Redactor {
+        let mut r = text::Redactor::default();
+        r.add(&self.secret);
+        r
     }
 }
 
-/// Why a call did not produce an answer.
+/// Why a call did not produce an answer. Messages carry no header value and no user info;
+/// service text in them is cleaned and redacted.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
+    #[error("endpoint URL refused: {0}")]
+    Url(#[from] UrlError),
     #[error("POST {url}: timed out after {after:?}")]
     Timeout { url: String, after: Duration },
     #[error("POST {url}: cannot connect: {reason}")]
@@ -68,6 +103,8 @@ pub enum CallError {
         status: u16,
         body: String,
     },
+    #[error("POST {url}: the service answered {status}, a redirect; redirects are never followed")]
+    Redirect { url: String, status: u16 },
     #[error("POST {url}: response larger than the limit of {limit} bytes")]
     TooLarge { url: String, limit: u64 },
     #[error("POST {url}: {reason}")]
@@ -89,209 +126,19 @@ pub enum CallError {
         stderr: String,
     },
     #[error(
-        "command {program}: stdout larger than the limit of {limit} bytes; the command was killed"
+        "command {program}: response larger than the limit of {limit} bytes; the command was killed{stderr}"
     )]
-    ExecTooLarge { program: String, limit: u64 },
+    ExecTooLarge {
+        program: String,
+        limit: u64,
+        stderr: String,
+    },
     #[error("command {program}: stdout is not a JSON answer: {reason}{stderr}")]
     ExecGarbage {
         program: String,
         reason: String,
         stderr: String,
     },
-}
-
-/// One call's parameters.
-#[derive(Debug)]
-pub struct Call<'a> {
-    pub url: &'a str,
-    pub body: Vec<u8>,
-    pub credential: Option<&'a Credential>,
-    pub timeout: Duration,
-    pub max_bytes: u64,
-}
-
-/// An HTTP client shared by every reconcile of a process: connections are kept alive and reused.
-#[derive(Clone, Debug)]
-pub struct HttpTransport {
-    client: reqwest::Client,
-}
-
-/// TLS for one entry's endpoint (`remote.tls`): a CA to trust besides the system's, and a
-/// client certificate for mTLS. Verification is always on.
-#[derive(Clone, Default)]
-pub struct TlsSettings {
-    /// PEM certificates of CAs that sign the service's certificate.
-    pub ca_pem: Option<Vec<u8>>,
-    /// PEM certificate chain and private key ork presents to the service.
-    pub client_cert_pem: Option<(Vec<u8>, Vec<u8>)>,
-}
-
-impl fmt::Debug for TlsSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsSettings")
-            .field("ca", &self.ca_pem.is_some())
-            .field(
-                "client_cert",
-                &self.client_cert_pem.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
-
-impl HttpTransport {
-    /// A client that trusts the system's CAs.
-    ///
-    /// # Errors
-    /// When the TLS stack cannot be set up (no crypto provider installed).
-    pub fn new() -> Result<HttpTransport, CallError> {
-        HttpTransport::with_tls(&TlsSettings::default())
-    }
-
-    /// A client with an extra trusted CA and/or a client certificate.
-    ///
-    /// # Errors
-    /// PEM that does not hold a certificate or key (the key is never shown), or a TLS stack that
-    /// cannot be set up.
-    pub fn with_tls(tls: &TlsSettings) -> Result<HttpTransport, CallError> {
-        let mut builder = reqwest::Client::builder()
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(64)
-            .tcp_nodelay(true)
-            .user_agent(concat!("ork/", env!("CARGO_PKG_VERSION")));
-        if let Some(pem) = &tls.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| CallError::Config(format!("tls CA bundle: {e}")))?;
-            if certs.is_empty() {
-                return Err(CallError::Config(
-                    "tls CA bundle holds no certificate".into(),
-                ));
-            }
-            for cert in certs {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        if let Some((cert, key)) = &tls.client_cert_pem {
-            let mut pem = cert.clone();
-            pem.push(b'\n');
-            pem.extend_from_slice(key);
-            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
-                CallError::Config(
-                    "tls client certificate: the PEM holds no usable certificate and key".into(),
-                )
-            })?;
-            builder = builder.identity(identity);
-        }
-        let client = builder
-            .build()
-            .map_err(|e| CallError::Config(format!("cannot build the HTTP client: {e}")))?;
-        Ok(HttpTransport { client })
-    }
-
-    /// POSTs the request; returns the body of a 200 answer.
-    ///
-    /// # Errors
-    /// Timeout, connection failure, a status other than 200, or a body over `max_bytes`.
-    pub async fn call(&self, call: Call<'_>) -> Result<Vec<u8>, CallError> {
-        let url = redact_userinfo(call.url);
-        let mut req = self
-            .client
-            .post(call.url)
-            .timeout(call.timeout)
-            .header(CONTENT_TYPE, "application/json")
-            .header("traceparent", traceparent())
-            .header("X-Ork-Delivery", random_hex(16))
-            .body(call.body);
-        if let Some(c) = call.credential {
-            req = req.header(c.header.clone(), c.value.clone());
-        }
-        let classify = |e: reqwest::Error| {
-            let e = e.without_url();
-            if e.is_timeout() {
-                CallError::Timeout {
-                    url: url.clone(),
-                    after: call.timeout,
-                }
-            } else if e.is_connect() {
-                CallError::Connect {
-                    url: url.clone(),
-                    reason: root_cause(&e),
-                }
-            } else {
-                CallError::Transport {
-                    url: url.clone(),
-                    reason: root_cause(&e),
-                }
-            }
-        };
-        let mut resp = req.send().await.map_err(classify)?;
-        let status = resp.status().as_u16();
-        if resp.content_length().is_some_and(|n| n > call.max_bytes) {
-            return Err(CallError::TooLarge {
-                url,
-                limit: call.max_bytes,
-            });
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(classify)? {
-            body.extend_from_slice(&chunk);
-            if body.len() as u64 > call.max_bytes {
-                return Err(CallError::TooLarge {
-                    url,
-                    limit: call.max_bytes,
-                });
-            }
-        }
-        if status != 200 {
-            let text = String::from_utf8_lossy(&body);
-            let snippet: String = text.chars().take(200).collect();
-            let body = if snippet.trim().is_empty() {
-                String::new()
-            } else {
-                format!(": {}", snippet.trim())
-            };
-            return Err(CallError::Status { url, status, body });
-        }
-        Ok(body)
-    }
-}
-
-/// The host (and port) of an http(s) URL.
-pub fn host_of(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    (!host.is_empty()).then_some(host)
-}
-
-fn redact_userinfo(url: &str) -> String {
-    match (url.split_once("://"), host_of(url)) {
-        (Some((scheme, rest)), Some(host))
-            if rest.split('/').next().is_some_and(|a| a.contains('@')) =>
-        {
-            let path = rest.find('/').map_or("", |i| &rest[i..]);
-            format!("{scheme}://{host}{path}")
-        }
-        _ => url.to_string(),
-    }
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
-fn traceparent() -> String {
-    format!("00-{}-{}-01", random_hex(16), random_hex(8))
-}
-
-fn random_hex(bytes: usize) -> String {
-    let mut rng = rand::rng();
-    (0..bytes)
-        .map(|_| format!("{:02x}", rng.random::<u8>()))
-        .collect()
 }
 
 #[cfg(test)]
@@ -303,17 +150,26 @@ mod tests {
         let c = Credential::new("Authorization", "s3cret").expect("valid");
         assert_eq!(c.value.to_str().ok(), Some("Bearer s3cret"));
         assert!(!format!("{c:?}").contains("s3cret"));
-        let c = Credential::new("X-Api-Key", "s3cret").expect("valid");
+        let c = Credential::new("X-Api-Key", " s3cret\n").expect("valid");
         assert_eq!(c.value.to_str().ok(), Some("s3cret"));
     }
 
     #[test]
-    fn hosts_and_userinfo() {
+    fn redact_replaces_the_secret_in_every_form_a_service_echoes() {
+        let c = Credential::new("Authorization", "s3cret").expect("valid");
         assert_eq!(
-            host_of("http://127.0.0.1:8025/reconcile"),
-            Some("127.0.0.1:8025")
+            c.redact("authorization: Bearer s3cret, again s3cret"),
+            "authorization: Bearer [redacted], again [redacted]"
         );
-        assert_eq!(host_of("https://u:p@svc.ns/x"), Some("svc.ns"));
-        assert_eq!(redact_userinfo("https://u:p@svc.ns/x"), "https://svc.ns/x");
+        let c = Credential::new("X-Api-Key", r"a\b").expect("valid");
+        assert_eq!(c.redact(r#"{"key":"a\\b"}"#), r#"{"key":"[redacted]"}"#);
+    }
+
+    #[test]
+    fn a_bad_header_name_or_value_is_reported_without_the_value() {
+        let err = Credential::new("X-Api-Key", "bad\u{1}value").expect_err("control char");
+        assert!(!err.to_string().contains("bad"), "{err}");
+        let err = Credential::new("bad header\u{1b}[2J", "s").expect_err("bad name");
+        assert!(!err.to_string().contains('\u{1b}'), "{err}");
     }
 }

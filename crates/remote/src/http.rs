@@ -1,0 +1,216 @@
+//! The HTTP transport: one POST per reconcile over a shared keep-alive client.
+
+use std::fmt;
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::header::CONTENT_TYPE;
+
+use crate::text::Keep;
+use crate::{CallError, Credential, Endpoint, SNIPPET_CHARS};
+
+/// How much of a non-200 body is read for the error snippet.
+const ERROR_BODY_BYTES: u64 = 8 * 1024;
+
+/// One call's parameters.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub url: &'a str,
+    pub body: Vec<u8>,
+    pub credential: Option<&'a Credential>,
+    pub timeout: Duration,
+    pub max_bytes: u64,
+}
+
+/// An HTTP client shared by every reconcile of a process: connections are kept alive and reused.
+#[derive(Clone, Debug)]
+pub struct HttpTransport {
+    client: reqwest::Client,
+}
+
+/// TLS for one entry's endpoint (`remote.tls`): a CA to trust besides the system's, and a
+/// client certificate for mTLS. Verification is always on.
+#[derive(Clone, Default)]
+pub struct TlsSettings {
+    /// PEM certificates of CAs that sign the service's certificate.
+    pub ca_pem: Option<Vec<u8>>,
+    /// PEM certificate chain and private key ork presents to the service.
+    pub client_cert_pem: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("ca", &self.ca_pem.is_some())
+            .field(
+                "client_cert",
+                &self.client_cert_pem.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl HttpTransport {
+    /// A client that trusts the system's CAs.
+    ///
+    /// # Errors
+    /// When the TLS stack cannot be set up (no crypto provider installed).
+    pub fn new() -> Result<HttpTransport, CallError> {
+        HttpTransport::with_tls(&TlsSettings::default())
+    }
+
+    /// A client with an extra trusted CA and/or a client certificate.
+    ///
+    /// # Errors
+    /// PEM that does not hold a certificate or key (the key is never shown), or a TLS stack that
+    /// cannot be set up.
+    pub fn with_tls(tls: &TlsSettings) -> Result<HttpTransport, CallError> {
+        // Requests go out over HTTP/1.1 with Title-Case header names as Go's client writes them
+        // (SPEC §9: a bash reconciler matching `^Content-Length:` works), and a 3xx is an answer,
+        // never followed: a redirect must not carry the credential to another host.
+        let mut builder = reqwest::Client::builder()
+            .http1_only()
+            .http1_title_case_headers()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .user_agent(concat!("ork/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &tls.ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| CallError::Config(format!("tls CA bundle: {e}")))?;
+            if certs.is_empty() {
+                return Err(CallError::Config(
+                    "tls CA bundle holds no certificate".into(),
+                ));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if let Some((cert, key)) = &tls.client_cert_pem {
+            let mut pem = cert.clone();
+            pem.push(b'\n');
+            pem.extend_from_slice(key);
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+                CallError::Config(
+                    "tls client certificate: the PEM holds no usable certificate and key".into(),
+                )
+            })?;
+            builder = builder.identity(identity);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| CallError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(HttpTransport { client })
+    }
+
+    /// POSTs the request; returns the body of a 200 answer.
+    ///
+    /// `call.url` is parsed once with [`Endpoint::parse`] (the parser behind the credential
+    /// check) and that parsed URL is what the client connects to. With a credential, a URL with
+    /// user info is refused.
+    ///
+    /// # Errors
+    /// A URL that is not http(s), timeout, connection failure, a redirect, a status other than
+    /// 200, or a body over `max_bytes`.
+    pub async fn call(&self, call: Call<'_>) -> Result<Vec<u8>, CallError> {
+        let endpoint = match call.credential {
+            Some(_) => Endpoint::for_credential(call.url)?,
+            None => Endpoint::parse(call.url)?,
+        };
+        let mut redactor = call
+            .credential
+            .map(Credential::redactor)
+            .unwrap_or_default();
+        for part in endpoint.user_info_parts() {
+            redactor.add(&part);
+        }
+        let url = endpoint.to_string();
+        let mut req = self
+            .client
+            .post(endpoint.url().clone())
+            .timeout(call.timeout)
+            .header(CONTENT_TYPE, "application/json")
+            .header("traceparent", traceparent())
+            .header("x-ork-delivery", random_hex(16))
+            .body(call.body);
+        if let Some(c) = call.credential {
+            req = req.header(c.header.clone(), c.value.clone());
+        }
+        let classify = |e: reqwest::Error| {
+            let e = e.without_url();
+            let reason = redactor.sanitize(&root_cause(&e), SNIPPET_CHARS, Keep::Start);
+            if e.is_timeout() {
+                CallError::Timeout {
+                    url: url.clone(),
+                    after: call.timeout,
+                }
+            } else if e.is_connect() {
+                CallError::Connect {
+                    url: url.clone(),
+                    reason,
+                }
+            } else {
+                CallError::Transport {
+                    url: url.clone(),
+                    reason,
+                }
+            }
+        };
+        let mut resp = req.send().await.map_err(classify)?;
+        let status = resp.status().as_u16();
+        if resp.status().is_redirection() {
+            return Err(CallError::Redirect { url, status });
+        }
+        // A failure's body only feeds a short snippet; a large one is not a size failure.
+        let limit = if status == 200 {
+            call.max_bytes
+        } else {
+            call.max_bytes.min(ERROR_BODY_BYTES)
+        };
+        if status == 200 && resp.content_length().is_some_and(|n| n > limit) {
+            return Err(CallError::TooLarge { url, limit });
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(classify)? {
+            body.extend_from_slice(&chunk);
+            if body.len() as u64 > limit {
+                if status == 200 {
+                    return Err(CallError::TooLarge { url, limit });
+                }
+                break;
+            }
+        }
+        if status != 200 {
+            let snippet =
+                redactor.sanitize(&String::from_utf8_lossy(&body), SNIPPET_CHARS, Keep::Start);
+            let body = if snippet.is_empty() {
+                String::new()
+            } else {
+                format!(": {snippet}")
+            };
+            return Err(CallError::Status { url, status, body });
+        }
+        Ok(body)
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+fn traceparent() -> String {
+    format!("00-{}-{}-01", random_hex(16), random_hex(8))
+}
+
+pub(crate) fn random_hex(bytes: usize) -> String {
+    let mut rng = rand::rng();
+    (0..bytes)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect()
+}
