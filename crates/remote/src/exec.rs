@@ -317,6 +317,49 @@ mod tests {
         );
     }
 
+    /// Live `sleep` processes whose argument is `arg` (zombies do not count: they are gone).
+    fn sleepers(arg: &str) -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                });
+                !zombie
+                    && args.first().is_some_and(|a| a.ends_with(b"sleep"))
+                    && args.get(1) == Some(&arg.as_bytes())
+            })
+            .collect()
+    }
+
+    /// A sleep duration no other process uses: 300 s and a fraction unique to this test run.
+    fn unique_sleep(n: u32) -> String {
+        format!("300.{}{n}", std::process::id())
+    }
+
+    async fn assert_all_gone(args: &[String]) {
+        // The kill is synchronous; re-parented processes may need init a moment to be reaped.
+        for _ in 0..100 {
+            if args.iter().all(|a| sleepers(a).is_empty()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for a in args {
+            assert!(
+                sleepers(a).is_empty(),
+                "sleep {a} survived: {:?}",
+                sleepers(a)
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_slow_command_and_what_it_started_are_killed_at_the_timeout() {
         let marker = format!("/tmp/ork-exec-test-{}", std::process::id());
@@ -333,6 +376,100 @@ mod tests {
             !Path::new(&marker).exists(),
             "the background job was killed too"
         );
+    }
+
+    #[tokio::test]
+    async fn descendants_that_called_setsid_are_gone_after_a_timeout() {
+        let args: Vec<String> = (1..=4).map(unique_sleep).collect();
+        // 1: its own session, still the shell's child; 2: its own session and orphaned (its
+        // parent exited), found by the environment marker and the pipes; 3: orphaned with an
+        // empty environment, found by the stdout pipe it holds; 4: orphaned with every pipe
+        // closed, found by the environment marker.
+        let script = format!(
+            "setsid sleep {} & \
+             (setsid sleep {} &) ; \
+             (env -i /usr/bin/setsid /usr/bin/sleep {} 2>/dev/null </dev/null &) ; \
+             (setsid sleep {} </dev/null >/dev/null 2>&1 &) ; \
+             sleep 30",
+            args[0], args[1], args[2], args[3]
+        );
+        let started = std::time::Instant::now();
+        let err = run(&sh(&script), 1000, 1024).await.expect_err("timeout");
+        assert!(matches!(err, CallError::ExecTimeout { .. }), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_all_gone(&args).await;
+    }
+
+    #[tokio::test]
+    async fn a_dropped_call_kills_what_the_command_started() {
+        let arg = unique_sleep(5);
+        let script = format!("setsid sleep {arg} & sleep 30");
+        let cmd = sh(&script);
+        let call = run(&cmd, 30_000, 1024);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), call)
+                .await
+                .is_err(),
+            "still running"
+        );
+        assert_all_gone(&[arg]).await;
+    }
+
+    #[tokio::test]
+    async fn a_timeout_keeps_the_stderr_tail() {
+        let err = run(&sh("echo 'still working on ns/a' >&2; sleep 30"), 500, 1024)
+            .await
+            .expect_err("timeout");
+        let msg = err.to_string();
+        assert!(matches!(err, CallError::ExecTimeout { .. }), "{msg}");
+        assert!(msg.ends_with("stderr: still working on ns/a"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn output_over_the_limit_from_a_running_command_is_too_large_not_a_timeout() {
+        let started = std::time::Instant::now();
+        let err = run(
+            &sh("echo starting >&2; head -c 100000 /dev/zero; sleep 30"),
+            10_000,
+            1024,
+        )
+        .await
+        .expect_err("too large");
+        let msg = err.to_string();
+        assert!(
+            matches!(err, CallError::ExecTooLarge { limit: 1024, .. }),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("response larger than the limit of 1024 bytes"),
+            "{msg}"
+        );
+        assert!(msg.contains("stderr: starting"), "{msg}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let err = run(&sh("while :; do echo xxxxxxxxxxxxxxxx; done"), 10_000, 1024)
+            .await
+            .expect_err("too large");
+        assert!(matches!(err, CallError::ExecTooLarge { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn stderr_in_errors_is_cut_and_cleaned() {
+        let script =
+            "printf 'noise %.0s' $(seq 200) >&2; printf '\\033[31mred\\r\\nreason\\n' >&2; exit 1";
+        let err = run(&sh(script), 5000, 1024).await.expect_err("exit 1");
+        let msg = err.to_string();
+        let tail = msg.split_once("stderr: ").expect("stderr").1;
+        assert!(tail.chars().count() <= SNIPPET_CHARS, "{tail}");
+        assert!(tail.ends_with("red reason"), "{tail:?}");
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
     }
 
     #[tokio::test]
