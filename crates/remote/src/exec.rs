@@ -5,11 +5,12 @@
 //! `ORK_EXEC_ID`, a random value that marks it and what it starts) and working directory, and its
 //! arguments are passed as they are: no shell ever sees CR content. When the call ends without an
 //! answer (timeout, too much output, or the call is dropped) the command and every process it
-//! started are killed ([`descendants`]).
+//! started are killed (how they are found: `exec/descendants.rs`).
 
 mod descendants;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -32,17 +33,30 @@ const STDERR_DRAIN: Duration = Duration::from_millis(200);
 /// How long a kill may take before the call reports anyway.
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
-/// One run of the command.
-#[derive(Debug)]
+/// One run of the command. `Debug` shows the names of the variables, not their values.
 pub struct ExecCall<'a> {
     /// Program and arguments.
     pub command: &'a [String],
     pub working_dir: &'a Path,
-    /// Variables besides `PATH`.
+    /// Variables besides `PATH` (and `ORK_EXEC_ID`, which ork sets last and which these cannot
+    /// replace).
     pub env: &'a BTreeMap<String, String>,
     pub body: Vec<u8>,
     pub timeout: Duration,
     pub max_bytes: u64,
+}
+
+impl fmt::Debug for ExecCall<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecCall")
+            .field("command", &self.command)
+            .field("working_dir", &self.working_dir)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("body_bytes", &self.body.len())
+            .field("timeout", &self.timeout)
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
 }
 
 /// How the command's run ended.
@@ -182,7 +196,8 @@ pub async fn exec(call: ExecCall<'_>) -> Result<Vec<u8>, CallError> {
         ended
     };
     if !matches!(ended, Ended::Exited(..)) {
-        let _ = child.wait().await;
+        // Reap it; bounded, for a program ork may not signal (set-uid): kill_on_drop then tries.
+        let _ = tokio::time::timeout(KILL_WAIT, child.wait()).await;
     }
     guard.armed = false;
     let stderr = tail_note(&tail);

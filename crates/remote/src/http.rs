@@ -12,14 +12,28 @@ use crate::{CallError, Credential, Endpoint, SNIPPET_CHARS};
 /// How much of a non-200 body is read for the error snippet.
 const ERROR_BODY_BYTES: u64 = 8 * 1024;
 
-/// One call's parameters.
-#[derive(Debug)]
+/// One call's parameters. `Debug` shows the URL without user info and the body's size only.
 pub struct Call<'a> {
+    /// The rendered endpoint. The transport parses it with [`Endpoint::parse`], the parser the
+    /// credential check ([`crate::credential_allowed`]) must use, and connects to that parse.
     pub url: &'a str,
     pub body: Vec<u8>,
     pub credential: Option<&'a Credential>,
     pub timeout: Duration,
     pub max_bytes: u64,
+}
+
+impl fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = Endpoint::parse(self.url).map_or_else(|e| format!("<{e}>"), |e| e.to_string());
+        f.debug_struct("Call")
+            .field("url", &url)
+            .field("body_bytes", &self.body.len())
+            .field("credential", &self.credential)
+            .field("timeout", &self.timeout)
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
 }
 
 /// An HTTP client shared by every reconcile of a process: connections are kept alive and reused.

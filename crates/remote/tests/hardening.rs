@@ -259,3 +259,15 @@ async fn user_info_never_reaches_an_error_message() {
         "{msg}"
     );
 }
+
+#[test]
+fn debug_output_of_a_call_shows_neither_user_info_nor_the_credential() {
+    let cred = Credential::new("X-Api-Key", "k3y-value").expect("credential");
+    let c = call("http://someone:pa55word@127.0.0.1:1/r?x=1", Some(&cred));
+    let text = format!("{c:?}");
+    assert!(text.contains("http://127.0.0.1:1/r"), "{text}");
+    assert!(
+        !text.contains("pa55word") && !text.contains("someone") && !text.contains("k3y-value"),
+        "{text}"
+    );
+}
