@@ -38,8 +38,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         };
         let _ = rustls::crypto::ring::default_provider().install_default();
         let rt = tokio::runtime::Runtime::new()?;
-        rt.block_on(simulate(katalog, crs, options))
-            .map_err(anyhow::Error::msg)
+        Ok::<_, anyhow::Error>(rt.block_on(simulate(katalog, crs, options))?)
     })();
     let mut report = match report {
         Ok(r) => r,
@@ -142,11 +141,11 @@ fn inputs(
     Ok((read_documents(crs)?, options))
 }
 
-fn block_on<T>(future: impl std::future::Future<Output = Result<T, String>>) -> Result<T> {
+fn block_on<T, E: std::error::Error + Send + Sync + 'static>(
+    future: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    tokio::runtime::Runtime::new()?
-        .block_on(future)
-        .map_err(anyhow::Error::msg)
+    Ok(tokio::runtime::Runtime::new()?.block_on(future)?)
 }
 
 /// Every YAML document of every file.

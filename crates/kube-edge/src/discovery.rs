@@ -57,7 +57,7 @@ async fn find(
 }
 
 /// Waits (logging every 10 s) until the CR type is served: a CRD applied after ork starts is
-/// picked up instead of failing or hot-looping.
+/// picked up instead of failing or hot-looping. Returns the resource and whether it is namespaced.
 ///
 /// # Errors
 /// Discovery errors other than "not there yet".
@@ -65,11 +65,11 @@ pub async fn wait_for_cr_type(
     client: &Client,
     t: &ApiTypes,
     entry: &str,
-) -> Result<ApiResource, DiscoveryError> {
+) -> Result<(ApiResource, bool), DiscoveryError> {
     let mut waited = 0u64;
     loop {
-        if let Some((ar, _)) = find(client, &t.group, Some(&t.version), &t.plural).await? {
-            return Ok(ar);
+        if let Some(found) = find(client, &t.group, Some(&t.version), &t.plural).await? {
+            return Ok(found);
         }
         if waited.is_multiple_of(10) {
             tracing::info!(entry, group = %t.group, plural = %t.plural, "waiting for the CRD to be established");

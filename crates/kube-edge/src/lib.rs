@@ -1,35 +1,33 @@
 //! The Kubernetes edge of ork.
 //!
-//! Data flow per Katalog entry ([`controller`]): discovery resolves the CR type and the managed
-//! child types ([`discovery`]); watchers feed the engine's work queue; a worker ([`reconcile`])
-//! builds the request, calls the service through `ork-remote`, has `ork-protocol` check the
-//! whole answer, then applies children, prunes, patches status and annotations ([`write`]) and
-//! records events. ork's own writes are remembered by resourceVersion so they never cause
-//! another call.
+//! Data flow per Katalog entry, bottom up (each layer only imports those below it):
+//! - [`entry`]: the entry compiled once (types resolved through [`discovery`], gates, rules).
+//! - [`index`]: pure per-entry state fed by watch events; says which keys to reconcile.
+//! - [`ports`]: the transport to the service and the writes to the cluster, behind traits.
+//! - [`reconcile`]: one reconcile over those ports: request, call, whole-answer check
+//!   (`ork-protocol`), apply and prune, status, annotations, events; typed [`error`]s.
+//! - [`controller`]: reflector stores and watches, the index, the queue, the dispatcher.
+//! - [`runtime`]: every entry of a run, health and metrics for the HTTP endpoints; [`leader`]
+//!   switches it on and off. [`simulate`] drives the same controller against memory.
 
 pub mod auth;
-mod cluster;
-pub mod controller;
+mod controller;
 pub mod discovery;
+mod entry;
+pub mod error;
+mod index;
+pub mod labels;
 pub mod leader;
 mod metrics;
 pub mod permissions;
+mod ports;
+mod process;
 mod reconcile;
 mod registry;
 mod runtime;
 pub mod simulate;
-pub mod write;
 
 pub use controller::{RunError, RunOptions};
+pub use entry::EntryError;
+pub use ports::{Owner, WriteError};
 pub use runtime::{EntryReport, Runtime};
-
-/// Labels and annotations ork puts on what it manages.
-pub mod labels {
-    pub const MANAGED: &str = "orkestra.orkspace.io/managed";
-    pub const OWNER_UID: &str = "orkestra.orkspace.io/owner-uid";
-    pub const OWNER: &str = "orkestra.orkspace.io/owner";
-    pub const HEALTH: &str = "orkestra.orkspace.io/health";
-    pub const METRICS: &str = "orkestra.orkspace.io/metrics";
-    pub const FIELD_MANAGER: &str = "orkestra-remote";
-    pub const FINALIZER: &str = "orkestra.orkspace.io/remote-finalizer";
-}

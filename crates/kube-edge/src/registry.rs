@@ -1,19 +1,40 @@
-//! The entries of one `ork run`, so that one entry can read another's objects
-//! (`observe.cross`, sent as `prepared.cross`) and wait for it to start (`dependsOn`).
+//! The entries of one run, as other entries may see them: their CRs (for `observe.cross`, sent
+//! as `prepared.cross`), their health (for `dependsOn`) and their load (for `/katalog`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use kube::ResourceExt;
-use ork_engine::health::State;
+use kube::core::DynamicObject;
+use kube::discovery::ApiResource;
+use kube::runtime::reflector::{ObjectRef, Store};
+use ork_engine::health::{Health, State};
 use ork_katalog::{CrdEntry, DependencyCondition};
 use serde_json::Value;
 
-use crate::controller::Shared;
+/// What one started entry shows the others.
+#[derive(Clone)]
+pub(crate) struct Published {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+    pub crs: Store<DynamicObject>,
+    pub health: Arc<Mutex<Health>>,
+    /// Queue depth and reconciles in flight.
+    pub load: Arc<dyn Fn() -> (usize, usize) + Send + Sync>,
+}
+
+impl Published {
+    pub fn health(&self) -> Health {
+        self.health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
 
 #[derive(Clone, Default)]
-pub(crate) struct Registry(Arc<RwLock<HashMap<String, Arc<Shared>>>>);
+pub(crate) struct Registry(Arc<RwLock<HashMap<String, Published>>>);
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -23,18 +44,18 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     /// Records that an entry's workers are starting.
-    pub fn register(&self, shared: Arc<Shared>) {
+    pub fn register(&self, name: &str, entry: Published) {
         if let Ok(mut map) = self.0.write() {
-            map.insert(shared.name.clone(), shared);
+            map.insert(name.to_string(), entry);
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<Arc<Shared>> {
+    pub fn get(&self, name: &str) -> Option<Published> {
         self.0.read().ok()?.get(name).cloned()
     }
 
     /// Every started entry.
-    pub fn all(&self) -> Vec<Arc<Shared>> {
+    pub fn all(&self) -> Vec<Published> {
         self.0
             .read()
             .map(|m| m.values().cloned().collect())
@@ -50,11 +71,11 @@ impl Registry {
         match condition {
             DependencyCondition::Started => true,
             DependencyCondition::Healthy => {
-                let st = dep.lock();
-                st.health.state == State::Healthy
-                    || (st.crs.is_empty()
-                        && st.health.consecutive_fails == 0
-                        && st.health.state != State::Degraded)
+                let h = dep.health();
+                h.state == State::Healthy
+                    || (dep.crs.is_empty()
+                        && h.consecutive_fails == 0
+                        && h.state != State::Degraded)
             }
         }
     }
@@ -80,15 +101,15 @@ impl Registry {
         }
     }
 
-    /// `prepared.cross`: for each `observe.cross` of `shared`'s entry, the other entry's objects
-    /// chosen by the selector, rendered against `cr`. A name selects one object (or `null`),
-    /// labels select a list; the namespace defaults to the CR's.
+    /// `prepared.cross`: for each `observe.cross` of `entry`, the other entry's objects chosen by
+    /// the selector, rendered against `cr`. A name selects one object (or `null`), labels select
+    /// a list; the namespace defaults to the CR's.
     ///
     /// # Errors
     /// A selector template that fails to render.
-    pub fn cross(&self, shared: &Shared, cr: &Value) -> Result<BTreeMap<String, Value>, String> {
+    pub fn cross(&self, entry: &CrdEntry, cr: &Value) -> Result<BTreeMap<String, Value>, String> {
         let mut out = BTreeMap::new();
-        for c in &shared.entry.operator_box.observe.cross {
+        for c in &entry.operator_box.observe.cross {
             let render = |t: &ork_katalog::Template| {
                 t.render(cr)
                     .map_err(|e| format!("observe.cross {}: {e}", c.alias))
@@ -110,25 +131,27 @@ impl Registry {
                 .iter()
                 .map(|(k, t)| Ok((k.clone(), render(t)?)))
                 .collect::<Result<Vec<_>, String>>()?;
-            let st = other.lock();
             let value = match &c.selector.name {
                 Some(t) => {
                     let name = render(t)?;
-                    let key = match (&namespace, other.entry.namespaced) {
-                        (Some(ns), true) => format!("{ns}/{name}"),
-                        _ => name,
-                    };
-                    st.crs
-                        .get(&key)
-                        .and_then(|o| serde_json::to_value(o).ok())
+                    let mut at = ObjectRef::new_with(&name, other.resource.clone());
+                    if let Some(ns) = namespace.filter(|_| other.namespaced) {
+                        at = at.within(&ns);
+                    }
+                    other
+                        .crs
+                        .get(&at)
+                        .and_then(|o| serde_json::to_value(o.as_ref()).ok())
                         .unwrap_or(Value::Null)
                 }
                 None => Value::Array(
-                    st.crs
-                        .values()
-                        .filter(|o| !other.entry.namespaced || o.namespace() == namespace)
+                    other
+                        .crs
+                        .state()
+                        .iter()
+                        .filter(|o| !other.namespaced || o.namespace() == namespace)
                         .filter(|o| labels.iter().all(|(k, v)| o.labels().get(k) == Some(v)))
-                        .filter_map(|o| serde_json::to_value(o).ok())
+                        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
                         .collect(),
                 ),
             };

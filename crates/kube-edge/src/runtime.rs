@@ -2,8 +2,7 @@
 //! (ready, health, metrics). Leadership and shutdown switch reconciling on and off through
 //! [`Runtime::set_active`]; watches keep caches warm either way.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
@@ -11,33 +10,10 @@ use ork_engine::health::Health;
 use ork_katalog::Katalog;
 use ork_remote::HttpTransport;
 use serde::Serialize;
-use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::controller::{RunError, RunOptions, start_entry};
-use crate::metrics::Metrics;
-use crate::registry::Registry;
-
-/// What the entries of one run share.
-#[derive(Debug)]
-pub(crate) struct Process {
-    pub registry: Registry,
-    pub metrics: Metrics,
-    /// Whether workers may start reconciles: leader (or no election) and not shutting down.
-    pub active: watch::Receiver<bool>,
-    active_tx: watch::Sender<bool>,
-    enabled: Vec<String>,
-    synced: Mutex<HashSet<String>>,
-}
-
-impl Process {
-    /// The entry's CR cache holds the initial list.
-    pub fn mark_synced(&self, entry: &str) {
-        if let Ok(mut s) = self.synced.lock() {
-            s.insert(entry.to_string());
-        }
-    }
-}
+use crate::process::Process;
 
 /// One entry as `/katalog` reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -56,30 +32,25 @@ pub struct EntryReport {
 #[derive(Debug, Clone)]
 pub struct Runtime {
     process: Arc<Process>,
+    /// The enabled entries, in Katalog order.
+    enabled: Arc<Vec<String>>,
 }
 
 impl Runtime {
     /// A runtime for the enabled entries of `katalog`; `active` says whether it may reconcile
     /// from the start (false for a standby that waits for leadership).
     pub fn new(katalog: &Katalog, active: bool) -> Runtime {
-        let (active_tx, active_rx) = watch::channel(active);
-        let metrics = Metrics::new();
-        metrics.set_leader(active);
         Runtime {
-            process: Arc::new(Process {
-                registry: Registry::default(),
-                metrics,
-                active: active_rx,
-                active_tx,
-                enabled: katalog
+            process: Arc::new(Process::new(active)),
+            enabled: Arc::new(
+                katalog
                     .spec
                     .crds
                     .iter()
                     .filter(|(_, e)| e.enabled)
                     .map(|(n, _)| n.clone())
                     .collect(),
-                synced: Mutex::default(),
-            }),
+            ),
         }
     }
 
@@ -93,7 +64,7 @@ impl Runtime {
         katalog: Katalog,
         options: RunOptions,
     ) -> Result<(), RunError> {
-        let transport = HttpTransport::new().map_err(|e| RunError::Transport(e.to_string()))?;
+        let transport = HttpTransport::new()?;
         let mut tasks = tokio::task::JoinSet::new();
         for (name, entry) in katalog.spec.crds {
             if !entry.enabled {
@@ -107,9 +78,9 @@ impl Runtime {
                 async move {
                     start_entry(client, name.clone(), entry, transport, options, process)
                         .await
-                        .map_err(|message| RunError::Entry {
+                        .map_err(|source| RunError::Entry {
                             entry: name,
-                            message,
+                            source,
                         })
                 }
                 .instrument(span),
@@ -121,10 +92,6 @@ impl Runtime {
             }
         }
         Ok(())
-    }
-
-    pub(crate) fn process(&self) -> Arc<Process> {
-        self.process.clone()
     }
 
     /// Allows or stops new reconciles (leadership gained or lost, shutdown).
@@ -143,7 +110,7 @@ impl Runtime {
             .registry
             .all()
             .iter()
-            .map(|s| s.lock().busy())
+            .map(|p| (p.load)().1)
             .sum()
     }
 
@@ -161,19 +128,12 @@ impl Runtime {
 
     /// Ready when every enabled entry's CR cache is synced (leader and standby alike).
     pub fn ready(&self) -> bool {
-        let synced = self
-            .process
-            .synced
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_default();
-        self.process.enabled.iter().all(|e| synced.contains(e))
+        self.enabled.iter().all(|e| self.process.is_synced(e))
     }
 
     /// Every enabled entry with its health.
     pub fn entries(&self) -> Vec<EntryReport> {
-        self.process
-            .enabled
+        self.enabled
             .iter()
             .map(|name| match self.process.registry.get(name) {
                 None => EntryReport {
@@ -184,15 +144,16 @@ impl Runtime {
                     queue_depth: 0,
                     workers_busy: 0,
                 },
-                Some(shared) => {
-                    let st = shared.lock();
+                Some(entry) => {
+                    let health = entry.health();
+                    let (queue_depth, workers_busy) = (entry.load)();
                     EntryReport {
                         name: name.clone(),
-                        state: st.health.state.as_str().into(),
-                        status: if st.health.is_serving() { 200 } else { 503 },
-                        health: Some(st.health.clone()),
-                        queue_depth: st.queue.depth(),
-                        workers_busy: st.busy(),
+                        state: health.state.as_str().into(),
+                        status: if health.is_serving() { 200 } else { 503 },
+                        health: Some(health),
+                        queue_depth,
+                        workers_busy,
                     }
                 }
             })

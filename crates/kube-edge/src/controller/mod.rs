@@ -1,126 +1,369 @@
-//! One controller per Katalog entry: watchers ([`watch`]) feed the work queue, a dispatcher
+//! One controller per Katalog entry. Watches ([`watch`]) keep kube-runtime reflector stores and
+//! feed the entry's [`Index`]; what the index says to do goes to the work queue; a dispatcher
 //! ([`dispatch`]) hands keys to at most `workers` concurrent reconciles, never two for one
-//! object; [`state`] is what they share.
-
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use kube::core::DynamicObject;
-use kube::{Client, ResourceExt};
-use ork_engine::health::Health;
-use ork_katalog::CrdEntry;
-use ork_remote::HttpTransport;
-use serde_json::Value;
-use tracing::Instrument;
-
-use crate::auth::{CredentialSource, TransportSource};
-use crate::cluster::KubeCluster;
-use crate::discovery::{resolve_managed, wait_for_cr_type};
-use crate::runtime::Process;
+//! object, each a [`run_one`](Controller::run_one): gather the job, reconcile, tell the index
+//! what was written, schedule what comes next. `ork simulate` drives the same controller
+//! without watches.
 
 mod dispatch;
-mod state;
+mod schedule;
+mod start;
 mod watch;
 
-pub(crate) use dispatch::Next;
-use dispatch::{dispatch, resync};
-pub(crate) use state::{KeyStats, Parts, Shared, State};
-use watch::{watch_children, watch_crs};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Process-wide settings for `ork run`.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// ork's own namespace (Lease, default Secret namespace, off limits to children).
-    pub ork_namespace: String,
-    /// The Katalog file's folder: relative `command` paths and `workingDir` start here.
-    pub katalog_dir: PathBuf,
+use futures::FutureExt;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use ork_engine::health::Health;
+use ork_engine::queue::Reason;
+use serde_json::Value;
+use tokio::sync::Notify;
+
+pub(crate) use dispatch::{dispatch, resync};
+pub(crate) use schedule::Schedule;
+pub(crate) use start::start_entry;
+pub use start::{RunError, RunOptions};
+
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+use crate::index::{
+    ChildRef, ChildView, CrView, Effect, Index, Seen, child_fingerprint, cr_fingerprint,
+};
+use crate::labels::{OWNER, OWNER_UID};
+use crate::ports::{Cluster, Transport};
+use crate::process::Process;
+use crate::reconcile::{Done, Job, LiveChildren, Ports, Success, reconcile, record_failure};
+use crate::registry::Published;
+
+/// One entry's moving parts.
+pub(crate) struct Controller {
+    pub ctx: Arc<EntryContext>,
+    pub crs: Store<DynamicObject>,
+    pub children: Vec<Store<DynamicObject>>,
+    index: Mutex<Index>,
+    schedule: Mutex<Schedule>,
+    health: Arc<Mutex<Health>>,
+    pub(crate) wake: Notify,
+    cluster: Arc<dyn Cluster>,
+    transport: Arc<dyn Transport>,
+    pub process: Arc<Process>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("the HTTP client for reconcile calls: {0}")]
-    Transport(String),
-    #[error("entry {entry}: {message}")]
-    Entry { entry: String, message: String },
-}
-
-/// The queue key of an object: `namespace/name`, or `name` when cluster-scoped.
-pub(crate) fn key_of(obj: &DynamicObject) -> String {
-    match obj.namespace() {
-        Some(ns) => format!("{ns}/{}", obj.name_any()),
-        None => obj.name_any(),
-    }
-}
-
-pub(crate) async fn start_entry(
-    client: Client,
-    name: String,
-    entry: CrdEntry,
-    transport: HttpTransport,
-    options: RunOptions,
-    process: Arc<Process>,
-) -> Result<(), String> {
-    let remote = entry
-        .operator_box
-        .reconcile
-        .remote
-        .clone()
-        .ok_or("no remote block")?;
-    let cr_resource = wait_for_cr_type(&client, &entry.api_types, &name)
-        .await
-        .map_err(|e| e.to_string())?;
-    let children = resolve_managed(&client, &remote.managed_resources)
-        .await
-        .map_err(|e| e.to_string())?;
-    let credential =
-        CredentialSource::start(&client, remote.auth.as_ref(), &options.ork_namespace)?;
-    let transport = TransportSource::start(
-        &client,
-        &transport,
-        remote.tls.as_ref(),
-        &options.ork_namespace,
-    )?;
-    let cluster = Arc::new(KubeCluster::new(client.clone(), cr_resource.clone()));
-    let shared = Arc::new(Shared::build(
-        Parts {
-            name,
-            entry,
-            remote,
-            cr_resource,
+impl Controller {
+    pub fn new(
+        ctx: Arc<EntryContext>,
+        crs: Store<DynamicObject>,
+        children: Vec<Store<DynamicObject>>,
+        cluster: Arc<dyn Cluster>,
+        transport: Arc<dyn Transport>,
+        process: Arc<Process>,
+    ) -> Controller {
+        let pre = &ctx.entry.operator_box.pre_reconcile;
+        let index = Index::new(pre.sentinels.clone(), ctx.enqueue_gate.clone());
+        let reconcile = &ctx.entry.operator_box.reconcile;
+        Controller {
+            schedule: Mutex::new(Schedule::new(&reconcile.queue.retry_backoff)),
+            health: Arc::new(Mutex::new(Health::new(reconcile.queue.failure_threshold))),
+            index: Mutex::new(index),
+            ctx,
+            crs,
             children,
-            transport,
-            credential,
+            wake: Notify::new(),
             cluster,
-        },
-        &options,
-        process.clone(),
-    )?);
-    tracing::info!(kind = %shared.cr_resource.kind, children = shared.children.len(), "watching");
-    let mut tasks = tokio::task::JoinSet::new();
-    for index in 0..shared.children.len() {
-        tasks.spawn(watch_children(shared.clone(), client.clone(), index).in_current_span());
+            transport,
+            process,
+        }
     }
-    tasks.spawn(watch_crs(shared.clone(), client.clone()).in_current_span());
-    tasks.spawn(resync(shared.clone()).in_current_span());
-    // Watches fill the caches meanwhile; workers start once the dependencies are met.
-    process
-        .registry
-        .wait_for_dependencies(&shared.name, &shared.entry)
-        .await;
-    process.registry.register(shared.clone());
-    tasks.spawn(dispatch(shared).in_current_span());
-    while tasks.join_next().await.is_some() {}
-    Ok(())
+
+    fn index(&self) -> MutexGuard<'_, Index> {
+        self.index
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn schedule(&self) -> MutexGuard<'_, Schedule> {
+        self.schedule
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn health(&self) -> Health {
+        self.health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What this entry shows the others (`observe.cross`, `dependsOn`, `/katalog`).
+    pub fn published(self: &Arc<Self>) -> Published {
+        let me = self.clone();
+        Published {
+            resource: self.ctx.cr_resource.clone(),
+            namespaced: self.ctx.cr_namespaced,
+            crs: self.crs.clone(),
+            health: self.health.clone(),
+            load: Arc::new(move || {
+                let s = me.schedule();
+                (s.queue.depth(), s.busy)
+            }),
+        }
+    }
+
+    /// A watch event of the CRs (already applied to the CR store).
+    pub fn cr_event(&self, event: &watcher::Event<DynamicObject>) {
+        let wants_json = self.index().wants_json();
+        let view = |o: &DynamicObject| CrView {
+            key: crate::entry::key_of(o),
+            fingerprint: cr_fingerprint(o),
+            json: wants_json.then(|| serde_json::to_value(o).unwrap_or(Value::Null)),
+        };
+        let seen = reduce(event, view);
+        let health = self.health();
+        let gate = |cr: &Value| {
+            let mut ctx = cr.clone();
+            if let Value::Object(m) = &mut ctx {
+                m.insert(
+                    "health".into(),
+                    serde_json::to_value(&health).unwrap_or(Value::Null),
+                );
+            }
+            ctx
+        };
+        let effects = self.index().cr_event(seen, &gate);
+        self.apply(effects);
+    }
+
+    /// A watch event of the children of managed type `type_index` (applied to its store).
+    pub fn child_event(&self, type_index: usize, event: &watcher::Event<DynamicObject>) {
+        let view = |o: &DynamicObject| ChildView {
+            child: ChildRef {
+                type_index,
+                namespace: o.namespace(),
+                name: o.name_any(),
+            },
+            uid: o.uid().unwrap_or_default(),
+            owner_uid: o.labels().get(OWNER_UID).cloned(),
+            owner_key: o
+                .annotations()
+                .get(OWNER)
+                .and_then(|a| owner_key(&self.ctx.name, a)),
+            fingerprint: child_fingerprint(o),
+        };
+        let seen = reduce(event, view);
+        let effects = self.index().child_event(type_index, seen);
+        self.apply(effects);
+    }
+
+    fn apply(&self, effects: Vec<Effect>) {
+        if effects.is_empty() {
+            return;
+        }
+        let mut s = self.schedule();
+        for effect in effects {
+            match effect {
+                Effect::Enqueue(key, reason) => s.queue.add(key, reason),
+                Effect::Forget(key) => s.forget(&key),
+            }
+        }
+        drop(s);
+        self.wake.notify_one();
+    }
+
+    /// Queues every known CR (periodic resync, gaining leadership).
+    pub fn enqueue_all(&self, reason: Reason) {
+        let keys = self.index().keys();
+        let mut s = self.schedule();
+        for k in keys {
+            s.queue.add(k, reason);
+        }
+        drop(s);
+        self.wake.notify_one();
+    }
+
+    /// Takes every key waiting in the queue (`ork simulate` runs them itself, in order).
+    pub fn take_queued(&self) -> Vec<(String, Reason)> {
+        let mut s = self.schedule();
+        std::iter::from_fn(|| s.queue.pop()).collect()
+    }
+
+    /// Every CR key the index knows.
+    pub fn keys(&self) -> Vec<String> {
+        self.index().keys()
+    }
+
+    fn object_ref(&self, key: &str) -> ObjectRef<DynamicObject> {
+        let (ns, name) = match key.split_once('/') {
+            Some((ns, name)) if self.ctx.cr_namespaced => (Some(ns), name),
+            _ => (None, key),
+        };
+        let r = ObjectRef::new_with(name, self.ctx.cr_resource.clone());
+        match ns {
+            Some(ns) => r.within(ns),
+            None => r,
+        }
+    }
+
+    /// Everything the reconcile of `key` reads; `None` when the CR is gone.
+    fn job(&self, key: &str, reason: Reason, consume_sentinels: bool) -> Option<Job> {
+        let cr = self.crs.get(&self.object_ref(key))?;
+        let uid = cr.meta().uid.clone().unwrap_or_default();
+        let (sentinels, owned) = {
+            let mut ix = self.index();
+            let s = if consume_sentinels {
+                ix.take_sentinels(key)
+            } else {
+                ix.peek_sentinels(key)
+            };
+            (s, ix.children_of(&uid))
+        };
+        let children = owned
+            .into_iter()
+            .filter_map(|c| {
+                let obj = self.get(&c)?;
+                Some((c, obj))
+            })
+            .collect();
+        let cr_json = serde_json::to_value(cr.as_ref()).unwrap_or(Value::Null);
+        let cross = self.process.registry.cross(&self.ctx.entry, &cr_json);
+        let (attempt, count) = {
+            let s = self.schedule();
+            (s.backoff.failures(&key.to_string()) + 1, s.count(key))
+        };
+        Some(Job {
+            key: key.to_string(),
+            cr,
+            reason,
+            attempt,
+            sentinels,
+            children,
+            cross,
+            health: self.health(),
+            count,
+        })
+    }
+
+    fn ports(&self) -> Ports<'_> {
+        Ports {
+            cluster: self.cluster.as_ref(),
+            transport: self.transport.as_ref(),
+            live: self,
+            metrics: &self.process.metrics,
+        }
+    }
+
+    /// Reconciles `key` once: gather, reconcile (a panic is caught and recorded as this
+    /// reconcile's failure), tell the index what was written, schedule what comes next.
+    /// Returns how it ended, `None` when the CR is gone.
+    pub async fn run_one(&self, key: &str, reason: Reason) -> Option<Result<Success, String>> {
+        let Some(job) = self.job(key, reason, true) else {
+            self.finish(key, None);
+            return None;
+        };
+        self.index().begin(key);
+        let ports = self.ports();
+        let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, &job))
+            .catch_unwind()
+            .await;
+        let done = match caught {
+            Ok(done) => done,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                tracing::error!(panic = %what, "reconcile panicked; recorded as a failure");
+                let error = ReconcileError::Panicked(what);
+                record_failure(&self.ctx, ports, &job, &error).await;
+                Done {
+                    outcome: Err(error),
+                    own: Default::default(),
+                }
+            }
+        };
+        let summary = done
+            .outcome
+            .as_ref()
+            .map(Clone::clone)
+            .map_err(|e| self.transport.redact(&e.to_string()));
+        self.finish(key, Some(done));
+        Some(summary)
+    }
+
+    /// `ork check`: the request of `key`, sent once, and the raw answer with its policy.
+    pub async fn probe(&self, key: &str) -> Result<(Vec<u8>, ork_protocol::Policy), String> {
+        let job = self
+            .job(key, Reason::Create, false)
+            .ok_or_else(|| format!("no CR {key}"))?;
+        crate::reconcile::probe(&self.ctx, self.ports(), &job)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    fn finish(&self, key: &str, done: Option<Done>) {
+        let Some(done) = done else {
+            self.schedule().done(key);
+            self.wake.notify_one();
+            return;
+        };
+        let effects = self.index().finish(key, done.own);
+        {
+            let mut health = self
+                .health
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut s = self.schedule();
+            s.done(key);
+            s.after(key, &done.outcome, &mut health);
+        }
+        self.apply(effects);
+        self.wake.notify_one();
+    }
 }
 
-/// The object a gate sees: the CR plus `health` (the entry's health summary).
-pub(crate) fn gate_context(cr: &Value, health: &Health) -> Value {
-    let mut ctx = cr.clone();
-    if let Value::Object(m) = &mut ctx {
-        m.insert(
-            "health".into(),
-            serde_json::to_value(health).unwrap_or(Value::Null),
-        );
+impl LiveChildren for Controller {
+    fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
+        let store = self.children.get(child.type_index)?;
+        let t = &self.ctx.children[child.type_index];
+        let mut at = ObjectRef::new_with(&child.name, t.resource.clone());
+        if let Some(ns) = &child.namespace {
+            at = at.within(ns);
+        }
+        store.get(&at)
     }
-    ctx
+}
+
+/// A watcher event in the index's terms.
+fn reduce<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject) -> T) -> Seen<T> {
+    match event {
+        watcher::Event::Init => Seen::Init,
+        watcher::Event::InitDone => Seen::InitDone,
+        watcher::Event::InitApply(o) => Seen::Object {
+            listing: true,
+            object: view(o),
+        },
+        watcher::Event::Apply(o) => Seen::Object {
+            listing: false,
+            object: view(o),
+        },
+        watcher::Event::Delete(o) => Seen::Deleted(view(o)),
+    }
+}
+
+/// The owner key from a child's owner annotation `<entry>/<namespace>/<name>`, if it names
+/// this entry.
+fn owner_key(entry: &str, annotation: &str) -> Option<String> {
+    let mut parts = annotation.splitn(3, '/');
+    let (e, ns, name) = (parts.next()?, parts.next()?, parts.next()?);
+    if e != entry {
+        return None;
+    }
+    Some(if ns.is_empty() {
+        name.to_string()
+    } else {
+        format!("{ns}/{name}")
+    })
 }

@@ -1,124 +1,180 @@
-//! Writing the service's desired children: server-side apply (skipped where the live child
-//! already holds every field), then pruning what ork applied earlier and no longer wants.
+//! Writing the service's desired children: refuse objects another CR owns, server-side apply
+//! what changed (skipped only when what ork would send equals what it last applied and the live
+//! child still holds it), then prune what ork applied earlier and no longer wants.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use ork_engine::drift::already_applied;
-use ork_protocol::Decision;
+use ork_protocol::{Decision, DesiredChild};
+use serde_json::Value;
 
-use super::Subject;
-use crate::controller::Shared;
-use crate::labels::OWNER_UID;
-use crate::write::stamped;
+use super::{Job, Ports};
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+use crate::index::{ChildRef, OwnWrites, child_fingerprint};
+use crate::labels::{APPLIED, OWNER_UID};
+use crate::ports::Owner;
+use crate::ports::write::stamped;
 
-/// Applies the children of `decision` and prunes the rest; `Err` is the first failure.
+/// One desired child, checked and stamped, with what the watches know of it.
+struct Planned<'a> {
+    child: &'a DesiredChild,
+    at: ChildRef,
+    object: Value,
+    live: Option<Arc<DynamicObject>>,
+}
+
+/// Applies the children of `decision` and prunes the rest. Every child is checked before the
+/// first write: one refused child means nothing is written.
+///
+/// # Errors
+/// An object owned by someone else, or the first write that failed.
 pub(super) async fn apply(
-    shared: &Shared,
-    subject: &Subject<'_>,
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    owner: &Owner,
     decision: &Decision,
-) -> Result<(), String> {
-    let owner = &subject.owner;
-    if let Some(children) = &decision.resources {
-        let force = shared
-            .entry
-            .operator_box
-            .reconcile
-            .force_conflict
-            .or(shared.entry.force_conflict)
-            .unwrap_or(true);
-        let mut desired = HashSet::new();
-        let mut applies = Vec::new();
-        for child in children {
-            let Some(index) = shared.children.iter().position(|c| {
-                c.managed.group == child.managed.group && c.managed.kind == child.managed.kind
-            }) else {
-                continue;
-            };
-            desired.insert((
-                child.managed.kind.clone(),
-                child.namespace.clone(),
-                child.name.clone(),
-            ));
-            let object = stamped(child, owner);
-            let store_key = match &child.namespace {
-                Some(ns) => format!("{ns}/{}", child.name),
-                None => child.name.clone(),
-            };
-            let unchanged = shared.lock().children[index]
-                .get(&store_key)
-                .and_then(|live| serde_json::to_value(live).ok())
-                .is_some_and(|live| already_applied(&object, &live));
-            if !unchanged {
-                let t = &shared.children[index];
-                applies.push(async move {
-                    let result = shared.cluster.apply(t, child, &object, force).await;
-                    shared.process.metrics.applied(
-                        &shared.name,
-                        &child.managed.kind,
-                        if result.is_ok() { "ok" } else { "error" },
-                    );
-                    result
-                });
+    own: &mut OwnWrites,
+) -> Result<(), ReconcileError> {
+    let Some(children) = &decision.resources else {
+        return Ok(());
+    };
+    let mut planned = Vec::with_capacity(children.len());
+    for child in children {
+        let Some(type_index) = ctx.child_index(&child.managed.group, &child.managed.kind) else {
+            continue;
+        };
+        let at = ChildRef {
+            type_index,
+            namespace: child.namespace.clone(),
+            name: child.name.clone(),
+        };
+        let live = ports.live.get(&at);
+        if let Some(l) = &live {
+            refuse_foreign(l, owner, child)?;
+        }
+        planned.push(Planned {
+            object: stamped(child, owner),
+            child,
+            at,
+            live,
+        });
+    }
+    let desired: HashSet<ChildRef> = planned.iter().map(|p| p.at.clone()).collect();
+    let writes = planned
+        .iter()
+        .filter(|p| !unchanged(p))
+        .map(|p| write_one(ctx, ports, p));
+    // Children are independent: apply them together, keep every write that landed, then
+    // report the first failure.
+    let mut first_error = None;
+    for (at, result) in futures::future::join_all(writes).await {
+        match result {
+            Ok(stored) => own.applied.push((at, child_fingerprint(&stored))),
+            Err(e) => {
+                first_error.get_or_insert(e);
             }
         }
-        // Children are independent: apply them together, remember every write that landed,
-        // then report the first failure.
-        let results = futures::future::join_all(applies).await;
-        let mut first_error = None;
-        for result in results {
-            match result {
-                Ok(rv) => shared.lock().own_write(rv),
-                Err(e) => {
-                    first_error.get_or_insert(e.to_string());
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        if shared.remote.prune {
-            prune(shared, &owner.uid, &desired).await?;
-        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    if ctx.remote.prune {
+        prune(ctx, ports, job, &desired, own).await?;
     }
     Ok(())
 }
 
-pub(super) async fn prune(
-    shared: &Shared,
-    owner_uid: &str,
-    desired: &HashSet<(String, Option<String>, String)>,
-) -> Result<(), String> {
-    let stale: Vec<(usize, DynamicObject)> = {
-        let st = shared.lock();
-        st.children
-            .iter()
-            .enumerate()
-            .flat_map(|(i, m)| m.values().map(move |o| (i, o)))
-            .filter(|(_, o)| o.labels().get(OWNER_UID).map(String::as_str) == Some(owner_uid))
-            .filter(|(i, o)| {
-                let kind = shared.children[*i].managed.kind.clone();
-                !desired.contains(&(kind, o.namespace(), o.name_any()))
-            })
-            .map(|(i, o)| (i, o.clone()))
-            .collect()
+async fn write_one(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    p: &Planned<'_>,
+) -> (ChildRef, Result<DynamicObject, ReconcileError>) {
+    let t = &ctx.children[p.at.type_index];
+    let force = p.child.force_conflict.unwrap_or(ctx.force);
+    let result = ports.cluster.apply(t, p.child, &p.object, force).await;
+    ports.metrics.applied(
+        &ctx.name,
+        &p.child.managed.kind,
+        if result.is_ok() { "ok" } else { "error" },
+    );
+    (p.at.clone(), result.map_err(ReconcileError::from))
+}
+
+/// Skip the write when ork would send exactly what it applied last time and the live child
+/// still holds every field of it (nobody changed them). A field the service stops sending
+/// changes the fingerprint, so the apply happens and server-side apply removes the field.
+fn unchanged(p: &Planned<'_>) -> bool {
+    let Some(live) = &p.live else {
+        return false;
     };
-    for (i, child) in stale {
-        shared.lock().pruned.insert(child.uid().unwrap_or_default());
-        let result = shared.cluster.delete(&shared.children[i], &child).await;
-        let kind = &shared.children[i].managed.kind;
-        shared.process.metrics.applied(
-            &shared.name,
-            kind,
+    let sent = p
+        .object
+        .pointer(&format!("/metadata/annotations/{}", escape(APPLIED)));
+    live.annotations().get(APPLIED).map(String::as_str) == sent.and_then(Value::as_str)
+        && serde_json::to_value(live.as_ref()).is_ok_and(|l| already_applied(&p.object, &l))
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// An object of a managed type that ork applied for another CR is not this CR's to take.
+fn refuse_foreign(
+    live: &DynamicObject,
+    owner: &Owner,
+    child: &DesiredChild,
+) -> Result<(), ReconcileError> {
+    let owned_by_label = live.labels().get(OWNER_UID) == Some(&owner.uid);
+    let owned_by_ref = live
+        .owner_references()
+        .iter()
+        .any(|r| r.uid == owner.uid && r.controller == Some(true));
+    match live.labels().get(OWNER_UID) {
+        Some(other) if !owned_by_label && !owned_by_ref && !other.is_empty() => {
+            Err(ReconcileError::NotOwned(format!(
+                "{} {} already exists and belongs to another object (owner UID {other}); ork does not take it over",
+                child.managed.kind, child.name
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Deletes the CR's children that are not in `desired`.
+///
+/// # Errors
+/// The first delete that failed.
+pub(super) async fn prune(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    desired: &HashSet<ChildRef>,
+    own: &mut OwnWrites,
+) -> Result<(), ReconcileError> {
+    for (at, child) in job.children.iter().filter(|(c, _)| !desired.contains(c)) {
+        let t = &ctx.children[at.type_index];
+        let result = ports
+            .cluster
+            .delete(t, at.namespace.as_deref(), &at.name)
+            .await;
+        ports.metrics.applied(
+            &ctx.name,
+            &t.managed.kind,
             if result.is_ok() {
                 "pruned"
             } else {
                 "prune_error"
             },
         );
-        result.map_err(|e| e.to_string())?;
-        tracing::info!(kind = %shared.children[i].managed.kind, child = %child.name_any(), "pruned");
+        result?;
+        own.deleted
+            .push((at.clone(), child.uid().unwrap_or_default()));
+        tracing::info!(kind = %t.managed.kind, child = %at.name, "pruned");
     }
     Ok(())
 }

@@ -1,191 +1,241 @@
-//! One reconcile: gate, ask the service ([`ask`]), check the whole answer, apply and prune
-//! children ([`children`]), record status, annotations and events ([`record`]); a CR being
-//! deleted goes through [`finalize`] instead.
+//! One reconcile over explicit ports: gate, build the request ([`request`]), call the service
+//! through the [`Transport`], check the whole answer, apply and prune children ([`children`]),
+//! record status, annotations and events ([`record`]); a CR being deleted goes through
+//! [`finalize`] instead. It reads a [`Job`] the controller gathered and returns what it did
+//! ([`Done`]); it owns no state, so `ork run` and `ork simulate` run exactly this.
 
-mod ask;
 mod children;
 mod finalize;
 mod record;
+mod request;
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use kube::Resource;
 use kube::core::DynamicObject;
-use kube::{Resource, ResourceExt};
+use ork_engine::health::Health;
 use ork_engine::queue::Reason;
-use ork_protocol::{Decision, OwnerRef};
+use ork_katalog::Sentinel;
+use ork_protocol::{Decision, Outcome, Policy};
 use serde_json::Value;
 
-use crate::controller::{Next, Shared, gate_context};
-use crate::write::Owner;
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+use crate::index::{ChildRef, OwnWrites};
+use crate::metrics::Metrics;
+use crate::ports::{Cluster, Owner, Transport};
 
-/// The CR one reconcile works on.
-pub(crate) struct Subject<'a> {
-    pub key: &'a str,
-    pub obj: &'a DynamicObject,
-    /// The CR as JSON, as templates, gates and the request see it.
-    pub cr: Value,
-    pub owner: Owner,
+pub(crate) use record::record_failure;
+
+/// Everything one reconcile reads, gathered before it starts.
+pub(crate) struct Job {
+    pub key: String,
+    pub cr: Arc<DynamicObject>,
+    pub reason: Reason,
+    /// 1 for the first try, n after n-1 failures in a row.
+    pub attempt: u32,
+    pub sentinels: BTreeMap<Sentinel, bool>,
+    /// The children this CR owns, as the watches last saw them.
+    pub children: Vec<(ChildRef, Arc<DynamicObject>)>,
+    /// `prepared.cross`, or why a selector failed.
+    pub cross: Result<BTreeMap<String, Value>, String>,
+    /// The entry's health (request, gates).
+    pub health: Health,
+    /// How many reconciles of this key ran before (for the metrics annotation).
+    pub count: u64,
 }
 
-impl<'a> Subject<'a> {
-    fn new(shared: &Shared, key: &'a str, obj: &'a DynamicObject) -> Self {
-        Subject {
-            key,
-            obj,
-            cr: serde_json::to_value(obj).unwrap_or(Value::Null),
-            owner: Owner {
-                entry: shared.name.clone(),
-                reference: OwnerRef {
-                    api_version: shared.cr_resource.api_version.clone(),
-                    kind: shared.cr_resource.kind.clone(),
-                    name: obj.name_any(),
-                    namespace: obj.namespace(),
-                },
-                uid: obj.uid().unwrap_or_default(),
-            },
-        }
-    }
+/// Looks up any child the watches know, whoever owns it.
+pub(crate) trait LiveChildren: Send + Sync {
+    fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>>;
 }
 
-/// Runs one reconcile of `key` and says when to look at it again.
-pub(crate) async fn reconcile(shared: &Shared, key: &str, reason: Reason) -> Next {
+/// What a reconcile works through.
+#[derive(Clone, Copy)]
+pub(crate) struct Ports<'a> {
+    pub cluster: &'a dyn Cluster,
+    pub transport: &'a dyn Transport,
+    pub live: &'a dyn LiveChildren,
+    pub metrics: &'a Metrics,
+}
+
+/// How a reconcile that did not fail ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Success {
+    /// The service answered; call again after this delay if it asked.
+    Reconciled { requeue_after: Option<Duration> },
+    /// The reconcile gate was closed (not a failure).
+    Gated(String),
+    /// A CR being deleted that carries no finalizer of ork's: nothing to do.
+    Deleting,
+    /// The finalizer is removed.
+    Finalized,
+    /// The service has not finalized yet: ask again after this delay.
+    FinalizePending(Duration),
+}
+
+/// What a reconcile did.
+#[derive(Debug)]
+pub(crate) struct Done {
+    pub outcome: Result<Success, ReconcileError>,
+    /// ork's own writes, for the index.
+    pub own: OwnWrites,
+}
+
+/// Runs one reconcile of `job`.
+pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -> Done {
     let started = Instant::now();
-    let (obj, sentinels, attempt) = {
-        let mut st = shared.lock();
-        let Some(obj) = st.crs.get(key).cloned() else {
-            return Next::Idle;
+    let Some(owner) = ctx.owner(&job.cr) else {
+        // The API server always sets a UID; a CR without one cannot own anything.
+        let err = ReconcileError::Request("the CR has no metadata.uid".into());
+        return Done {
+            outcome: Err(err),
+            own: OwnWrites::default(),
         };
-        let sentinels = st.sentinels.remove(key).unwrap_or_default();
-        (obj, sentinels, st.backoff.failures(&key.to_string()) + 1)
     };
-    let subject = Subject::new(shared, key, &obj);
-    if obj.meta().deletion_timestamp.is_some() {
-        return finalize::finalize(shared, &subject, attempt).await;
+    if job.cr.meta().deletion_timestamp.is_some() {
+        return finalize::finalize(ctx, ports, job, &owner).await;
     }
-    if let Some(gate) = &shared.reconcile_gate {
-        let health = shared.lock().health.clone();
-        if let Err(why) = gate.evaluate(&gate_context(&subject.cr, &health), &sentinels) {
-            tracing::info!(reason = %why, "gated");
-            shared.lock().health.record_gated(&why);
-            shared
-                .process
-                .metrics
-                .reconciled(&shared.name, "gated", started.elapsed());
-            return Next::Idle;
-        }
+    let mut own = OwnWrites::default();
+    if let Some(gate) = &ctx.reconcile_gate
+        && let Err(why) = gate.evaluate(&gate_context(&job.cr, &job.health), &job.sentinels)
+    {
+        tracing::info!(reason = %why, "gated");
+        ports
+            .metrics
+            .reconciled(&ctx.name, "gated", started.elapsed());
+        return Done {
+            outcome: Ok(Success::Gated(why)),
+            own,
+        };
     }
-    let outcome = call_and_apply(shared, &subject, reason, attempt, &sentinels).await;
+    let result = call_and_apply(ctx, ports, job, &owner, &mut own).await;
     let elapsed = started.elapsed();
-    let now = now_rfc3339();
-    let (error, decision) = match outcome {
+    let changed_children = !own.applied.is_empty() || !own.deleted.is_empty();
+    let (outcome, decision) = match result {
+        Err(e) => (Err(e), None),
         Ok(d) => {
-            let err = match &d.outcome {
-                ork_protocol::Outcome::Error { message } => {
-                    Some(format!("service reported: {message}"))
-                }
-                _ => None,
+            let outcome = match &d.outcome {
+                Outcome::Error { message } => Err(ReconcileError::ServiceReported(
+                    ports.transport.redact(message),
+                )),
+                Outcome::Requeue { after } => Ok(Success::Reconciled {
+                    requeue_after: Some(*after),
+                }),
+                Outcome::Ok { requeue_after } => Ok(Success::Reconciled {
+                    requeue_after: *requeue_after,
+                }),
             };
-            (err, Some(d))
+            (outcome, Some(d))
         }
-        Err(e) => (Some(e), None),
     };
-    let (next, stats) = {
-        let mut st = shared.lock();
-        let k = key.to_string();
-        let next = match &error {
-            None => {
-                st.health.record_success(&now);
-                st.backoff.reset(&k);
-                match decision.as_ref().map(|d| &d.outcome) {
-                    Some(ork_protocol::Outcome::Requeue { after }) => {
-                        Next::After(*after, Reason::Requeue)
-                    }
-                    Some(ork_protocol::Outcome::Ok {
-                        requeue_after: Some(after),
-                    }) => Next::After(*after, Reason::Requeue),
-                    _ => Next::Idle,
-                }
-            }
-            Some(e) => {
-                st.health.record_failure(e, &now);
-                Next::After(st.backoff.failed(k.clone()), Reason::Retry)
-            }
-        };
-        let stats = st.stats.entry(k).or_default();
-        stats.reconciles += 1;
-        stats.last_duration_ms = elapsed.as_millis() as u64;
-        stats.last_result = if error.is_some() {
-            "error".into()
-        } else {
-            "ok".into()
-        };
-        (next, stats.clone())
-    };
-    shared.process.metrics.reconciled(
-        &shared.name,
-        if error.is_some() { "error" } else { "ok" },
+    ports.metrics.reconciled(
+        &ctx.name,
+        if outcome.is_ok() { "ok" } else { "error" },
         elapsed,
     );
-    match &error {
-        None => tracing::info!(ms = elapsed.as_millis() as u64, "reconciled"),
-        Some(e) => {
-            tracing::warn!(ms = elapsed.as_millis() as u64, error = %e, ?next, "reconcile failed")
-        }
+    match &outcome {
+        Ok(_) => tracing::info!(ms = elapsed.as_millis() as u64, "reconciled"),
+        Err(e) => tracing::warn!(ms = elapsed.as_millis() as u64, error = %e, "reconcile failed"),
     }
     record::record(
-        shared,
-        &obj,
-        error.as_deref(),
-        decision.as_ref(),
-        &stats,
-        &now,
+        ctx,
+        ports,
+        job,
+        record::Outcome {
+            error: outcome.as_ref().err(),
+            decision: decision.as_ref(),
+            changed_children,
+            elapsed,
+        },
     )
     .await;
-    next
+    Done { outcome, own }
 }
 
-/// `ork check`: the request `ork run` would send for `key`, sent once; returns the raw answer
-/// and what it must satisfy, for a lint that reports every problem.
-///
-/// # Errors
-/// No such CR, a request that cannot be built, or a call that failed.
-pub(crate) async fn probe(
-    shared: &Shared,
-    key: &str,
-) -> Result<(Vec<u8>, ork_protocol::Policy), String> {
-    let obj = shared
-        .lock()
-        .crs
-        .get(key)
-        .cloned()
-        .ok_or_else(|| format!("no CR {key}"))?;
-    let subject = Subject::new(shared, key, &obj);
-    let sentinels = shared
-        .lock()
-        .sentinels
-        .get(key)
-        .cloned()
-        .unwrap_or_default();
-    let body = ask::request(shared, &subject, Reason::Create, 1, &sentinels, false)?;
-    let answer = ask::exchange(shared, &subject.cr, body).await?;
-    Ok((answer, ask::policy(shared, &subject)))
-}
-
-/// The call and the writes it decides; `Err` is the failure message (never a credential).
+/// Builds the request, calls, checks and applies; an answer with `error` is returned as is (the
+/// caller records it), nothing of it applied.
 async fn call_and_apply(
-    shared: &Shared,
-    subject: &Subject<'_>,
-    reason: Reason,
-    attempt: u32,
-    sentinels: &BTreeMap<ork_katalog::Sentinel, bool>,
-) -> Result<Decision, String> {
-    finalize::ensure_finalizer(shared, subject).await?;
-    let decision = ask::ask(shared, subject, reason, attempt, sentinels, false).await?;
-    if !matches!(decision.outcome, ork_protocol::Outcome::Error { .. }) {
-        children::apply(shared, subject, &decision).await?;
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    owner: &Owner,
+    own: &mut OwnWrites,
+) -> Result<Decision, ReconcileError> {
+    finalize::ensure_finalizer(ctx, ports, &job.cr).await?;
+    let decision = ask(ctx, ports, job, owner, false).await?;
+    if !matches!(decision.outcome, Outcome::Error { .. }) {
+        children::apply(ctx, ports, job, owner, &decision, own).await?;
     }
     Ok(decision)
+}
+
+/// Builds the request for `job`, sends it, and checks the whole answer. A finalize call
+/// (`finalizing`) skips validation rules: a CR being deleted must be able to go.
+async fn ask(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    owner: &Owner,
+    finalizing: bool,
+) -> Result<Decision, ReconcileError> {
+    let cr = serde_json::to_value(job.cr.as_ref())
+        .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+    let body = request::build(ctx, job, &cr, finalizing)?;
+    let answer = call(ctx, ports, &cr, body).await?;
+    ork_protocol::decide(&answer, &ctx.policy(owner))
+        .map_err(|e| ReconcileError::InvalidResponse(ports.transport.redact(&e.to_string())))
+}
+
+/// Sends `body`, timing the service for the metrics.
+async fn call(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    cr: &Value,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, ReconcileError> {
+    let started = Instant::now();
+    let answer = ports.transport.call(cr, body).await;
+    ports.metrics.remote_call(
+        &ctx.name,
+        if answer.is_ok() { "ok" } else { "error" },
+        started.elapsed(),
+    );
+    Ok(answer?)
+}
+
+/// `ork check`: the request `ork run` would send for `job`, sent once; the raw answer and what
+/// it must satisfy, for a lint that reports every problem.
+///
+/// # Errors
+/// A request that cannot be built, or a call that failed.
+pub(crate) async fn probe(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+) -> Result<(Vec<u8>, Policy), ReconcileError> {
+    let owner = ctx
+        .owner(&job.cr)
+        .ok_or_else(|| ReconcileError::Request("the CR has no metadata.uid".into()))?;
+    let cr = serde_json::to_value(job.cr.as_ref())
+        .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+    let body = request::build(ctx, job, &cr, false)?;
+    let answer = call(ctx, ports, &cr, body).await?;
+    Ok((answer, ctx.policy(&owner)))
+}
+
+/// The object a gate sees: the CR plus `health` (the entry's health summary).
+pub(crate) fn gate_context(cr: &DynamicObject, health: &Health) -> Value {
+    let mut ctx = serde_json::to_value(cr).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut ctx {
+        m.insert(
+            "health".into(),
+            serde_json::to_value(health).unwrap_or(Value::Null),
+        );
+    }
+    ctx
 }
 
 fn now_rfc3339() -> String {

@@ -1,5 +1,7 @@
-//! After a reconcile: status (only when it changed), the health and metrics annotations (only
-//! when they changed) and events, written together.
+//! After a reconcile: status (only when it changed), the CR's own health and metrics annotations
+//! (only when their meaning changed) and events (only on transitions, SPEC §10), written together.
+
+use std::time::Duration;
 
 use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
@@ -8,59 +10,64 @@ use ork_engine::status::{StatusInput, plan_status};
 use ork_protocol::Decision;
 use serde_json::{Map, Value, json};
 
-use crate::controller::{KeyStats, Shared};
+use super::{Job, Ports, now_rfc3339};
+use crate::entry::{EntryContext, key_of};
+use crate::error::ReconcileError;
 use crate::labels::{HEALTH, METRICS};
 
+/// What a reconcile ended with, as far as the CR shows it.
+pub(super) struct Outcome<'a> {
+    pub error: Option<&'a ReconcileError>,
+    pub decision: Option<&'a Decision>,
+    /// A child was applied or pruned.
+    pub changed_children: bool,
+    pub elapsed: Duration,
+}
+
+/// How long the error text on a CR may be.
+const ERROR_TEXT: usize = 1000;
+
 /// Status, annotations and events after a reconcile, success or failure.
-pub(super) async fn record(
-    shared: &Shared,
-    obj: &DynamicObject,
-    error: Option<&str>,
-    decision: Option<&Decision>,
-    stats: &KeyStats,
-    now: &str,
-) {
+pub(super) async fn record(ctx: &EntryContext, ports: Ports<'_>, job: &Job, outcome: Outcome<'_>) {
+    let cr = job.cr.as_ref();
+    let error = outcome
+        .error
+        .map(|e| clean(&ports.transport.redact(&e.to_string()), ERROR_TEXT));
+    let decision = outcome.decision;
+    let service_status = decision
+        .and_then(|d| d.status.as_ref())
+        .map(|s| redact_map(s, ports));
     let input = StatusInput {
-        error,
-        service_status: decision.and_then(|d| d.status.as_ref()),
+        error: error.as_deref(),
+        service_status: service_status.as_ref(),
         service_conditions: decision.map_or(&[], |d| d.conditions.as_slice()),
-        generation: obj.meta().generation,
+        generation: cr.meta().generation,
     };
-    let status_patch = plan_status(obj.data.get("status"), input, now);
-    let health = serde_json::to_string(&shared.lock().health).unwrap_or_default();
-    let metrics = json!({
-        "lastDurationMs": stats.last_duration_ms,
-        "reconcileCount": stats.reconciles,
-        "lastResult": stats.last_result,
-    })
-    .to_string();
-    let current = obj.annotations();
-    let mut changed = Map::new();
-    for (k, v) in [(HEALTH, health), (METRICS, metrics)] {
-        if current.get(k) != Some(&v) {
-            changed.insert(k.to_string(), Value::String(v));
-        }
-    }
-    let kind = &shared.cr_resource.kind;
-    let mut events = vec![match error {
-        None => Event {
+    let status_patch = plan_status(cr.data.get("status"), input, &now_rfc3339());
+    let failures = if error.is_some() { job.attempt } else { 0 };
+    let annotations = annotations(
+        cr,
+        error.as_deref(),
+        failures,
+        job.count + 1,
+        outcome.elapsed,
+    );
+    let was_ok = last_result(cr).as_deref() == Some("ok");
+    let kind = &ctx.cr_resource.kind;
+    let mut events = Vec::new();
+    match &error {
+        // First success, recovery, or children changed: worth telling. A steady success is not.
+        None if !was_ok || outcome.changed_children => events.push(Event {
             type_: EventType::Normal,
             reason: format!("{kind}Reconciled"),
-            note: Some(format!(
-                "Remote reconciler succeeded for {}",
-                crate::controller::key_of(obj)
-            )),
+            note: Some(format!("Remote reconciler succeeded for {}", key_of(cr))),
             action: "Reconcile".into(),
             secondary: None,
-        },
-        Some(e) => Event {
-            type_: EventType::Warning,
-            reason: format!("{kind}ReconcileError"),
-            note: Some(truncate(e, 1000)),
-            action: "Reconcile".into(),
-            secondary: None,
-        },
-    }];
+        }),
+        None => {}
+        // Every failure; the recorder folds repeats into one series.
+        Some(e) => events.push(warning(kind, e)),
+    }
     for e in decision.map_or(&[][..], |d| d.events.as_slice()) {
         events.push(Event {
             type_: if e.type_ == "Warning" {
@@ -68,33 +75,66 @@ pub(super) async fn record(
             } else {
                 EventType::Normal
             },
-            reason: truncate(&e.reason, 128),
-            note: Some(truncate(&e.message, 1000)),
+            reason: clean(&e.reason, 128),
+            note: Some(clean(&ports.transport.redact(&e.message), ERROR_TEXT)),
             action: "Reconcile".into(),
             secondary: None,
         });
     }
+    write(ports, cr, status_patch, annotations, events).await;
+}
 
-    // Status, annotations and events are independent writes: send them together.
+/// Records a failure that happened outside the normal path (a caught panic).
+pub(crate) async fn record_failure(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    error: &ReconcileError,
+) {
+    let outcome = Outcome {
+        error: Some(error),
+        decision: None,
+        changed_children: false,
+        elapsed: Duration::ZERO,
+    };
+    record(ctx, ports, job, outcome).await;
+}
+
+pub(super) fn warning(kind: &str, message: &str) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: format!("{kind}ReconcileError"),
+        note: Some(clean(message, ERROR_TEXT)),
+        action: "Reconcile".into(),
+        secondary: None,
+    }
+}
+
+/// Status, annotations and events are independent writes: send them together.
+pub(super) async fn write(
+    ports: Ports<'_>,
+    cr: &DynamicObject,
+    status: Option<Value>,
+    annotations: Option<Map<String, Value>>,
+    events: Vec<Event>,
+) {
     let status_write = async {
-        if let Some(patch) = &status_patch {
-            match shared.cluster.patch_status(obj, patch).await {
-                Ok(rv) => shared.lock().own_write(rv),
-                Err(e) => tracing::warn!(error = %e, "status not written"),
-            }
+        if let Some(patch) = &status
+            && let Err(e) = ports.cluster.patch_status(cr, patch).await
+        {
+            tracing::warn!(error = %e, "status not written");
         }
     };
     let annotation_write = async {
-        if !changed.is_empty() {
-            match shared.cluster.patch_annotations(obj, &changed).await {
-                Ok(rv) => shared.lock().own_write(rv),
-                Err(e) => tracing::warn!(error = %e, "annotations not written"),
-            }
+        if let Some(a) = &annotations
+            && let Err(e) = ports.cluster.patch_annotations(cr, a).await
+        {
+            tracing::warn!(error = %e, "annotations not written");
         }
     };
     let event_writes = async {
         for e in &events {
-            if let Err(err) = shared.cluster.event(obj, e).await {
+            if let Err(err) = ports.cluster.event(cr, e).await {
                 tracing::warn!(error = %err, "event not recorded");
             }
         }
@@ -102,14 +142,97 @@ pub(super) async fn record(
     tokio::join!(status_write, annotation_write, event_writes);
 }
 
-pub(super) fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        s.to_string()
-    } else {
-        let mut cut = max - 3;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{}...", &s[..cut])
+/// The CR's own health and metrics annotations, when their meaning (state, last result,
+/// failures, error) differs from what the CR carries; `None` when nothing needs writing.
+fn annotations(
+    cr: &DynamicObject,
+    error: Option<&str>,
+    failures: u32,
+    count: u64,
+    elapsed: Duration,
+) -> Option<Map<String, Value>> {
+    let result = if error.is_some() { "error" } else { "ok" };
+    let health = json!({
+        "state": if error.is_some() { "failing" } else { "healthy" },
+        "consecutiveFailures": failures,
+        "lastError": error,
+    });
+    let current = cr.annotations();
+    let current_health = current
+        .get(HEALTH)
+        .and_then(|h| serde_json::from_str::<Value>(h).ok());
+    if current_health.as_ref() == Some(&health) && last_result(cr).as_deref() == Some(result) {
+        return None;
+    }
+    let metrics = json!({
+        "lastResult": result,
+        "lastDurationMs": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        "reconcileCount": count,
+    });
+    let mut out = Map::new();
+    out.insert(HEALTH.into(), Value::String(health.to_string()));
+    out.insert(METRICS.into(), Value::String(metrics.to_string()));
+    Some(out)
+}
+
+fn last_result(cr: &DynamicObject) -> Option<String> {
+    let m: Value = serde_json::from_str(cr.annotations().get(METRICS)?).ok()?;
+    m["lastResult"].as_str().map(str::to_string)
+}
+
+/// The service's status map with the credential removed from every string.
+fn redact_map(status: &Map<String, Value>, ports: Ports<'_>) -> Map<String, Value> {
+    status
+        .iter()
+        .map(|(k, v)| (k.clone(), redact_value(v, ports)))
+        .collect()
+}
+
+fn redact_value(v: &Value, ports: Ports<'_>) -> Value {
+    match v {
+        Value::String(s) => Value::String(ports.transport.redact(s)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| redact_value(x, ports)).collect()),
+        Value::Object(m) => Value::Object(redact_map(m, ports)),
+        other => other.clone(),
+    }
+}
+
+/// Text for a condition, event or annotation: no control characters, at most `max` characters.
+pub(super) fn clean(s: &str, max: usize) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    if s.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cr(annotations: Value) -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "demo/v1", "kind": "WebApp",
+            "metadata": {"name": "a", "annotations": annotations}}))
+        .expect("object")
+    }
+
+    #[test]
+    fn annotations_are_written_when_their_meaning_changes_not_for_a_new_duration() {
+        let fresh = cr(json!({}));
+        let first = annotations(&fresh, None, 0, 1, Duration::from_millis(5)).expect("first");
+        let stamped = cr(Value::Object(first));
+        assert!(annotations(&stamped, None, 0, 2, Duration::from_millis(9)).is_none());
+        let failed = annotations(&stamped, Some("boom"), 1, 3, Duration::ZERO).expect("failure");
+        assert!(failed[HEALTH].as_str().expect("text").contains("boom"));
+    }
+
+    #[test]
+    fn service_text_loses_control_characters_and_length() {
+        assert_eq!(clean("a\u{1b}[31mb\r\nc", 100), "a [31mb  c");
+        assert_eq!(clean("abcdef", 3), "abc…");
     }
 }

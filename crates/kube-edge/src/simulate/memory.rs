@@ -12,10 +12,9 @@ use ork_protocol::DesiredChild;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::cluster::{Cluster, Written};
-use crate::controller::key_of;
 use crate::discovery::ChildType;
-use crate::write::WriteError;
+use crate::entry::key_of;
+use crate::ports::{Cluster, WriteError, Written};
 
 /// One thing that happened in the cluster during a cycle.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -191,26 +190,37 @@ pub(crate) fn without_server_fields(v: &Value) -> Value {
 }
 
 impl Cluster for MemoryCluster {
+    /// ork is the only field manager here, so an apply sets exactly what it sends: fields it
+    /// stops sending are removed, as server-side apply does for its own fields.
     fn apply<'a>(
         &'a self,
         t: &'a ChildType,
         child: &'a DesiredChild,
         object: &'a Value,
         _force: bool,
-    ) -> Written<'a> {
+    ) -> BoxFuture<'a, Result<DynamicObject, WriteError>> {
         Box::pin(async move {
             let mut m = self.lock();
             let key = (
                 type_key(t),
                 object_key(child.namespace.as_deref(), &child.name),
             );
-            let rv = m.bump();
             let before = m.objects.get(&key).cloned();
-            let mut next = before.clone().unwrap_or_else(|| {
-                json!({"metadata": {"uid": format!("sim-{}-{}", t.managed.kind.to_lowercase(), key.1), "creationTimestamp": SIMULATED_TIME}})
-            });
-            merge(&mut next, object);
-            next["metadata"]["resourceVersion"] = json!(rv);
+            let mut next = object.clone();
+            let (uid, created, old_rv) = match &before {
+                Some(old) => (
+                    old["metadata"]["uid"].clone(),
+                    old["metadata"]["creationTimestamp"].clone(),
+                    old["metadata"]["resourceVersion"].clone(),
+                ),
+                None => (
+                    json!(format!("sim-{}-{}", t.managed.kind.to_lowercase(), key.1)),
+                    json!(SIMULATED_TIME),
+                    Value::Null,
+                ),
+            };
+            next["metadata"]["uid"] = uid;
+            next["metadata"]["creationTimestamp"] = created;
             match before {
                 None => m.journal.push(Change::Created {
                     kind: t.managed.kind.clone(),
@@ -221,9 +231,8 @@ impl Cluster for MemoryCluster {
                     let d = diff(&without_server_fields(&old), &without_server_fields(&next));
                     if d.is_empty() {
                         // Nothing changed: the server keeps the old version.
-                        return Ok(old["metadata"]["resourceVersion"]
-                            .as_str()
-                            .map(str::to_string));
+                        next["metadata"]["resourceVersion"] = old_rv;
+                        return as_object(next);
                     }
                     m.journal.push(Change::Changed {
                         kind: t.managed.kind.clone(),
@@ -232,19 +241,21 @@ impl Cluster for MemoryCluster {
                     });
                 }
             }
-            m.objects.insert(key, next);
-            Ok(Some(rv))
+            next["metadata"]["resourceVersion"] = json!(m.bump());
+            m.objects.insert(key, next.clone());
+            as_object(next)
         })
     }
 
     fn delete<'a>(
         &'a self,
         t: &'a ChildType,
-        child: &'a DynamicObject,
-    ) -> BoxFuture<'a, Result<(), WriteError>> {
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> Written<'a> {
         Box::pin(async move {
             let mut m = self.lock();
-            let key = (type_key(t), key_of(child));
+            let key = (type_key(t), object_key(namespace, name));
             if m.objects.remove(&key).is_some() {
                 m.journal.push(Change::Pruned {
                     kind: t.managed.kind.clone(),
@@ -268,7 +279,7 @@ impl Cluster for MemoryCluster {
                 cr: key,
                 patch: patch.get("status").cloned().unwrap_or(Value::Null),
             });
-            Ok(Some(rv))
+            Ok(())
         })
     }
 
@@ -285,7 +296,7 @@ impl Cluster for MemoryCluster {
                 merge(stored, &json!({"metadata": {"annotations": annotations}}));
                 stored["metadata"]["resourceVersion"] = json!(rv);
             }
-            Ok(Some(rv))
+            Ok(())
         })
     }
 
@@ -298,15 +309,11 @@ impl Cluster for MemoryCluster {
                 stored["metadata"]["finalizers"] = json!(finalizers);
                 stored["metadata"]["resourceVersion"] = json!(rv);
             }
-            Ok(Some(rv))
+            Ok(())
         })
     }
 
-    fn event<'a>(
-        &'a self,
-        cr: &'a DynamicObject,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a> {
         Box::pin(async move {
             self.lock().journal.push(Change::Event {
                 cr: key_of(cr),
@@ -320,6 +327,11 @@ impl Cluster for MemoryCluster {
             Ok(())
         })
     }
+}
+
+/// A stored object as the API server returns it.
+fn as_object(v: Value) -> Result<DynamicObject, WriteError> {
+    serde_json::from_value(v).map_err(|e| WriteError::Memory(format!("simulated object: {e}")))
 }
 
 #[cfg(test)]

@@ -1,36 +1,54 @@
-//! `ork simulate`: the very reconcile code of `ork run` (gates, request, call, response checks,
-//! intents, owner references, prune, status, events, health) against an in-memory cluster.
-//! Each cycle reconciles every CR once and calls the real service (HTTP or exec), until two
-//! cycles in a row change nothing (steady) or the cycle limit is reached.
+//! `ork simulate`: the controller of `ork run` (index, enqueue gate, reconcile, response checks,
+//! intents, owner references, prune, status, events, health) against an in-memory cluster. Each
+//! cycle delivers the in-memory state to the stores and the index as a watch re-list would,
+//! then reconciles: in the first cycle what the index triggered (the enqueue gate applies), in
+//! later ones every CR, as a resync. It calls the real service (HTTP or exec) until two cycles
+//! in a row change nothing (steady) or the cycle limit is reached.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
-use ork_engine::gate::sentinels;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher;
 use ork_engine::queue::Reason;
-use ork_katalog::{CrdEntry, Katalog};
+use ork_katalog::Katalog;
 use ork_remote::HttpTransport;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::{CredentialSource, TransportSource};
-use crate::controller::{Parts, RunOptions, Shared, key_of};
-use crate::runtime::Runtime;
+use crate::controller::Controller;
+use crate::entry::{EntryContext, EntryError};
+use crate::ports::{Tap, Timed, Transport, for_remote};
+use crate::process::Process;
+use crate::reconcile::Success;
 
 mod check;
 mod memory;
-mod tap;
 mod types;
 
 pub use check::{Checked, check};
 use memory::MemoryCluster;
 pub use memory::{Change, diff, merge};
-pub(crate) use tap::Tap;
 use types::offline_type;
+
+/// Why a simulation could not run. Failed reconciles are not errors: they are in the report.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("entry {entry}: {source}")]
+    Entry { entry: String, source: EntryError },
+    #[error("the HTTP client: {0}")]
+    Client(#[from] ork_remote::CallError),
+    #[error("--record {dir}: {source}")]
+    Record { dir: String, source: std::io::Error },
+    #[error("{0}")]
+    Input(String),
+}
 
 /// How to simulate.
 #[derive(Debug, Clone)]
@@ -74,85 +92,47 @@ pub struct Report {
     pub ork_time: Duration,
 }
 
-struct SimEntry {
-    shared: Arc<Shared>,
+/// One entry of the simulation: its controller, the writers of its stores, its memory.
+pub(crate) struct SimEntry {
+    pub controller: Arc<Controller>,
+    cr_writer: Writer<DynamicObject>,
+    child_writers: Vec<Writer<DynamicObject>>,
     memory: Arc<MemoryCluster>,
-    previous: HashMap<String, Value>,
+    timed: Arc<Timed>,
 }
 
 /// Runs the simulation.
 ///
 /// # Errors
 /// A CR no entry reconciles, a managed type that cannot be resolved offline, a credential that
-/// needs a cluster, or a record folder that cannot be created. Failed reconciles are not errors:
-/// they are in the report.
+/// needs a cluster, or a record folder that cannot be created.
 pub async fn simulate(
     katalog: Katalog,
     crs: Vec<Value>,
     options: SimulateOptions,
-) -> Result<Report, String> {
+) -> Result<Report, SimulateError> {
     let started = Instant::now();
-    let runtime = Runtime::new(&katalog, true);
-    let process = runtime.process();
-    let transport = HttpTransport::new().map_err(|e| e.to_string())?;
-    let tap = match (&options.record, &options.replay) {
-        (Some(dir), _) => Some(Arc::new(
-            Tap::record(dir.clone()).map_err(|e| format!("--record {}: {e}", dir.display()))?,
-        )),
-        (None, Some(dir)) => Some(Arc::new(Tap::replay(dir.clone()))),
-        (None, None) => None,
-    };
-    let run_options = RunOptions {
-        ork_namespace: std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into()),
-        katalog_dir: options.katalog_dir.clone(),
-    };
-    let mut entries = build_entries(&katalog, &options, &run_options, process, &transport, tap)?;
+    let process = Arc::new(Process::new(true));
+    let mut entries = build_entries(&katalog, &options, &process)?;
     for cr in crs {
         place_cr(&entries, cr)?;
     }
-
     let mut cycles = Vec::new();
     let mut quiet = 0;
     let mut failed = false;
     for cycle in 1..=options.cycles.max(1) {
-        for sim in entries.values_mut() {
-            sync(sim);
-        }
         let mut calls = Vec::new();
-        for (name, sim) in &entries {
-            let keys: Vec<String> = {
-                let mut k: Vec<String> = sim.shared.lock().crs.keys().cloned().collect();
-                k.sort();
-                k
-            };
-            for key in keys {
-                let before = sim
-                    .shared
-                    .lock()
-                    .stats
-                    .get(&key)
-                    .map_or(0, |s| s.reconciles);
-                let reason = if cycle == 1 {
-                    Reason::Create
-                } else {
-                    Reason::Resync
-                };
-                crate::reconcile::reconcile(&sim.shared, &key, reason).await;
-                let st = sim.shared.lock();
-                let stats = st.stats.get(&key);
-                let result = match stats {
-                    Some(s) if s.reconciles > before && s.last_result == "ok" => "ok".to_string(),
-                    Some(s) if s.reconciles > before => {
+        for (name, sim) in &mut entries {
+            sim.sync();
+            for (key, reason) in sim.due(cycle == 1) {
+                let result = match sim.controller.run_one(&key, reason).await {
+                    None => continue,
+                    Some(Ok(Success::Gated(why))) => format!("gated: {why}"),
+                    Some(Ok(_)) => "ok".to_string(),
+                    Some(Err(e)) => {
                         failed = true;
-                        format!(
-                            "error: {}",
-                            st.health.last_error.clone().unwrap_or_default()
-                        )
+                        format!("error: {e}")
                     }
-                    _ => format!(
-                        "gated: {}",
-                        st.health.gated_reason.clone().unwrap_or_default()
-                    ),
                 };
                 calls.push(Call {
                     entry: name.clone(),
@@ -176,17 +156,10 @@ pub async fn simulate(
             break;
         }
     }
-    let service: u64 = entries
-        .values()
-        .map(|s| {
-            s.shared
-                .service_nanos
-                .load(std::sync::atomic::Ordering::Relaxed)
-        })
-        .sum();
+    let service: Duration = entries.values().map(|s| s.timed.spent()).sum();
     let mut objects = BTreeMap::new();
     for sim in entries.values() {
-        for t in &sim.shared.children {
+        for t in &sim.controller.ctx.children {
             for obj in sim.memory.children_of_type(t) {
                 let name = obj["metadata"]["name"].as_str().unwrap_or_default();
                 let shown = match obj["metadata"]["namespace"].as_str() {
@@ -202,67 +175,150 @@ pub async fn simulate(
         steady: quiet >= 2,
         failed,
         objects,
-        ork_time: started
-            .elapsed()
-            .saturating_sub(Duration::from_nanos(service)),
+        ork_time: started.elapsed().saturating_sub(service),
     })
 }
 
-/// One in-memory entry per enabled Katalog entry, registered for `observe.cross`.
-fn build_entries(
+impl SimEntry {
+    /// Delivers the in-memory state to the stores and the index, as a watch re-list would.
+    pub(crate) fn sync(&mut self) {
+        let c = &self.controller;
+        let crs: Vec<DynamicObject> = self
+            .memory
+            .crs()
+            .into_iter()
+            .filter_map(|(key, v)| {
+                serde_json::from_value(v)
+                    .inspect_err(|e| tracing::error!(%key, error = %e, "the simulated CR is not a Kubernetes object; skipped"))
+                    .ok()
+            })
+            .collect();
+        relist(&mut self.cr_writer, crs, |e| c.cr_event(e));
+        for (i, writer) in self.child_writers.iter_mut().enumerate() {
+            let objects: Vec<DynamicObject> = self
+                .memory
+                .children_of_type(&c.ctx.children[i])
+                .into_iter()
+                .filter_map(|v| serde_json::from_value(v).ok())
+                .collect();
+            relist(writer, objects, |e| c.child_event(i, e));
+        }
+    }
+
+    /// The keys to reconcile this cycle, sorted: what the index triggered, and in a resync
+    /// cycle every CR.
+    pub(crate) fn due(&self, first: bool) -> Vec<(String, Reason)> {
+        let mut due: BTreeMap<String, Reason> = self.controller.take_queued().into_iter().collect();
+        if !first {
+            for key in self.controller.keys() {
+                due.entry(key).or_insert(Reason::Resync);
+            }
+        }
+        due.into_iter().collect()
+    }
+}
+
+fn relist(
+    writer: &mut Writer<DynamicObject>,
+    objects: Vec<DynamicObject>,
+    mut deliver: impl FnMut(&watcher::Event<DynamicObject>),
+) {
+    let mut send = |e: watcher::Event<DynamicObject>| {
+        writer.apply_watcher_event(&e);
+        deliver(&e);
+    };
+    send(watcher::Event::Init);
+    for o in objects {
+        send(watcher::Event::InitApply(o));
+    }
+    send(watcher::Event::InitDone);
+}
+
+/// One simulated entry per enabled Katalog entry, registered for `observe.cross`.
+pub(crate) fn build_entries(
     katalog: &Katalog,
     options: &SimulateOptions,
-    run_options: &RunOptions,
-    process: Arc<crate::runtime::Process>,
-    transport: &HttpTransport,
-    tap: Option<Arc<Tap>>,
-) -> Result<BTreeMap<String, SimEntry>, String> {
-    let mut entries: BTreeMap<String, SimEntry> = BTreeMap::new();
+    process: &Arc<Process>,
+) -> Result<BTreeMap<String, SimEntry>, SimulateError> {
+    let http = HttpTransport::new()?;
+    let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into());
+    let mut entries = BTreeMap::new();
     for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
         let Some(remote) = entry.operator_box.reconcile.remote.clone() else {
             continue;
+        };
+        let fail = |source: EntryError| SimulateError::Entry {
+            entry: name.clone(),
+            source,
         };
         let children = remote
             .managed_resources
             .iter()
             .map(|m| offline_type(m, katalog, &options.crds))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("entry {name}: {e}"))?;
+            .map_err(|e| fail(EntryError::Offline(e)))?;
         let credential = CredentialSource::offline(remote.auth.as_ref())
-            .map_err(|e| format!("entry {name}: {e}"))?;
-        let entry_transport = TransportSource::offline(transport, remote.tls.as_ref())
-            .map_err(|e| format!("entry {name}: {e}"))?;
-        let memory = Arc::new(MemoryCluster::default());
+            .map_err(|e| fail(EntryError::Credential(e)))?;
+        let tls = TransportSource::offline(&http, remote.tls.as_ref())
+            .map_err(|e| fail(EntryError::Tls(e)))?;
+        let base = for_remote(&remote, &options.katalog_dir, credential, tls).map_err(fail)?;
+        let tapped: Box<dyn Transport> = match (&options.record, &options.replay) {
+            (Some(dir), _) => Box::new(Tap::record(dir.clone(), base).map_err(|source| {
+                SimulateError::Record {
+                    dir: dir.display().to_string(),
+                    source,
+                }
+            })?),
+            (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
+            (None, None) => base,
+        };
+        let timed = Arc::new(Timed {
+            nanos: AtomicU64::new(0),
+            inner: tapped,
+        });
         let t = &entry.api_types;
-        let mut shared = Shared::build(
-            Parts {
-                name: name.clone(),
-                entry: entry.clone(),
-                remote,
-                cr_resource: ApiResource {
-                    group: t.group.clone(),
-                    version: t.version.clone(),
-                    api_version: format!("{}/{}", t.group, t.version),
-                    kind: t.kind.clone(),
-                    plural: t.plural.clone(),
-                },
+        let cr_resource = ApiResource {
+            group: t.group.clone(),
+            version: t.version.clone(),
+            api_version: format!("{}/{}", t.group, t.version),
+            kind: t.kind.clone(),
+            plural: t.plural.clone(),
+        };
+        let ctx = Arc::new(
+            EntryContext::build(
+                name.clone(),
+                entry.clone(),
+                cr_resource.clone(),
+                entry.namespaced,
                 children,
-                transport: entry_transport,
-                credential,
-                cluster: memory.clone(),
-            },
-            run_options,
+                ork_namespace.clone(),
+            )
+            .map_err(fail)?,
+        );
+        let memory = Arc::new(MemoryCluster::default());
+        let cr_writer = Writer::new(cr_resource);
+        let child_writers: Vec<Writer<DynamicObject>> = ctx
+            .children
+            .iter()
+            .map(|c| Writer::new(c.resource.clone()))
+            .collect();
+        let controller = Arc::new(Controller::new(
+            ctx,
+            cr_writer.as_reader(),
+            child_writers.iter().map(Writer::as_reader).collect(),
+            memory.clone(),
+            timed.clone(),
             process.clone(),
-        )?;
-        shared.tap = tap.clone();
-        let shared = Arc::new(shared);
-        process.registry.register(shared.clone());
+        ));
+        process.registry.register(name, controller.published());
         entries.insert(
             name.clone(),
             SimEntry {
-                shared,
+                controller,
+                cr_writer,
+                child_writers,
                 memory,
-                previous: HashMap::new(),
+                timed,
             },
         );
     }
@@ -270,23 +326,26 @@ fn build_entries(
 }
 
 /// Stores a CR as the API server would: namespace defaulted, uid, generation, resourceVersion.
-fn place_cr(entries: &BTreeMap<String, SimEntry>, mut cr: Value) -> Result<(), String> {
+pub(crate) fn place_cr(
+    entries: &BTreeMap<String, SimEntry>,
+    mut cr: Value,
+) -> Result<(), SimulateError> {
     let api_version = cr["apiVersion"].as_str().unwrap_or_default().to_string();
     let kind = cr["kind"].as_str().unwrap_or_default().to_string();
     let Some(sim) = entries.values().find(|s| {
-        let t = &s.shared.entry.api_types;
-        format!("{}/{}", t.group, t.version) == api_version && t.kind == kind
+        let r = &s.controller.ctx.cr_resource;
+        r.api_version == api_version && r.kind == kind
     }) else {
-        return Err(format!(
+        return Err(SimulateError::Input(format!(
             "no entry of the Katalog reconciles {kind} ({api_version})"
-        ));
+        )));
     };
     let name = cr["metadata"]["name"]
         .as_str()
         .filter(|n| !n.is_empty())
-        .ok_or("a CR without metadata.name")?
+        .ok_or_else(|| SimulateError::Input("a CR without metadata.name".into()))?
         .to_string();
-    let entry: &CrdEntry = &sim.shared.entry;
+    let entry = &sim.controller.ctx.entry;
     if entry.namespaced
         && cr["metadata"]["namespace"]
             .as_str()
@@ -315,48 +374,4 @@ fn place_cr(entries: &BTreeMap<String, SimEntry>, mut cr: Value) -> Result<(), S
     };
     sim.memory.add_cr(&key, cr);
     Ok(())
-}
-
-/// Delivers the in-memory state to the entry's caches, as its watches would.
-fn sync(sim: &mut SimEntry) {
-    let declared = sim
-        .shared
-        .entry
-        .operator_box
-        .pre_reconcile
-        .sentinels
-        .clone();
-    let crs = sim.memory.crs();
-    let children: Vec<Vec<Value>> = sim
-        .shared
-        .children
-        .iter()
-        .map(|t| sim.memory.children_of_type(t))
-        .collect();
-    let mut st = sim.shared.lock();
-    st.crs.clear();
-    for (key, value) in crs {
-        let s = sentinels(&declared, sim.previous.get(&key), &value);
-        st.sentinels.insert(key.clone(), s);
-        sim.previous.insert(key.clone(), value.clone());
-        match serde_json::from_value::<DynamicObject>(value) {
-            Ok(obj) => {
-                st.crs.insert(key, obj);
-            }
-            Err(e) => {
-                tracing::error!(%key, error = %e, "the simulated CR is not a Kubernetes object; skipped")
-            }
-        }
-    }
-    for (i, list) in children.into_iter().enumerate() {
-        st.children[i] = list
-            .into_iter()
-            .filter_map(|v| {
-                serde_json::from_value::<DynamicObject>(v)
-                    .inspect_err(|e| tracing::error!(error = %e, "a simulated child is not a Kubernetes object; skipped"))
-                    .ok()
-            })
-            .map(|o| (key_of(&o), o))
-            .collect();
-    }
 }

@@ -4,28 +4,66 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-#[derive(Debug)]
+use super::transport::{CallFailed, Transport};
+
 enum Mode {
-    Record,
+    /// Calls go to the service and are saved.
+    Record(Box<dyn Transport>),
+    /// Calls are answered from the saved files.
     Replay,
 }
 
-#[derive(Debug)]
+/// A transport layer that records calls to a folder, or replays them from it.
 pub(crate) struct Tap {
     mode: Mode,
     dir: PathBuf,
     seq: AtomicUsize,
 }
 
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tap({})", self.dir.display())
+    }
+}
+
+impl Transport for Tap {
+    fn call<'a>(
+        &'a self,
+        cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+        Box::pin(async move {
+            match &self.mode {
+                Mode::Replay => self.answer(&body).map_err(CallFailed::Replay),
+                Mode::Record(inner) => {
+                    let answer = inner.call(cr, body.clone()).await;
+                    self.keep(&body, answer.as_ref().map_err(ToString::to_string));
+                    answer
+                }
+            }
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.mode {
+            Mode::Record(inner) => inner.redact(text),
+            Mode::Replay => text.to_string(),
+        }
+    }
+}
+
 impl Tap {
+    /// Records every call `inner` makes into `dir`.
+    ///
     /// # Errors
     /// The folder cannot be created.
-    pub fn record(dir: PathBuf) -> std::io::Result<Tap> {
+    pub fn record(dir: PathBuf, inner: Box<dyn Transport>) -> std::io::Result<Tap> {
         std::fs::create_dir_all(&dir)?;
         Ok(Tap {
-            mode: Mode::Record,
+            mode: Mode::Record(inner),
             dir,
             seq: AtomicUsize::new(0),
         })
@@ -44,13 +82,10 @@ impl Tap {
         self.dir.join(format!("{n:04}.json"))
     }
 
-    /// In replay mode, the recorded answer to this request (in call order).
-    pub fn answer(&self, request: &[u8]) -> Option<Result<Vec<u8>, String>> {
-        if !matches!(self.mode, Mode::Replay) {
-            return None;
-        }
+    /// The recorded answer to this request (in call order).
+    fn answer(&self, request: &[u8]) -> Result<Vec<u8>, String> {
         let file = self.next_file();
-        let result = (|| {
+        {
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 format!(
                     "replay: {}: {e} (was the run recorded with the same CRs?)",
@@ -78,15 +113,11 @@ impl Tap {
                 Value::String(raw) => raw.clone().into_bytes(),
                 other => other.to_string().into_bytes(),
             })
-        })();
-        Some(result)
+        }
     }
 
-    /// In record mode, saves the request and what came back.
-    pub fn keep(&self, request: &[u8], answer: &Result<Vec<u8>, String>) {
-        if !matches!(self.mode, Mode::Record) {
-            return;
-        }
+    /// Saves the request and what came back.
+    fn keep(&self, request: &[u8], answer: Result<&Vec<u8>, String>) {
         let request: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
         let entry = match answer {
             Ok(body) => match serde_json::from_slice::<Value>(body) {

@@ -1,7 +1,6 @@
 //! Where a reconcile writes: the one seam between the pipeline and the API server. `ork run`
 //! writes through [`KubeCluster`]; `ork simulate` through an in-memory cluster, so both run the
-//! very same reconcile code. Each write returns the resourceVersion it produced (if any), which
-//! lets the watchers recognise ork's own writes.
+//! very same reconcile code.
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -14,29 +13,30 @@ use kube::runtime::events::{Event, Recorder, Reporter};
 use ork_protocol::DesiredChild;
 use serde_json::{Map, Value};
 
-use crate::discovery::ChildType;
-use crate::write::{
+use super::write::{
     WriteError, apply_child, patch_annotations, patch_finalizers, patch_status, prune_child,
 };
+use crate::discovery::ChildType;
 
-pub(crate) type Written<'a> = BoxFuture<'a, Result<Option<String>, WriteError>>;
+pub(crate) type Written<'a> = BoxFuture<'a, Result<(), WriteError>>;
 
 /// The writes a reconcile makes.
 pub(crate) trait Cluster: Send + Sync {
-    /// Server-side applies a stamped child.
+    /// Server-side applies a stamped child; returns the object as the server stored it.
     fn apply<'a>(
         &'a self,
         t: &'a ChildType,
         child: &'a DesiredChild,
         object: &'a Value,
         force: bool,
-    ) -> Written<'a>;
+    ) -> BoxFuture<'a, Result<DynamicObject, WriteError>>;
     /// Deletes a child ork applied earlier; a child already gone is fine.
     fn delete<'a>(
         &'a self,
         t: &'a ChildType,
-        child: &'a DynamicObject,
-    ) -> BoxFuture<'a, Result<(), WriteError>>;
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> Written<'a>;
     /// Merge-patches the CR's status subresource with `{"status": {...}}`.
     fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a>;
     /// Merge-patches annotations of the CR.
@@ -48,11 +48,7 @@ pub(crate) trait Cluster: Send + Sync {
     /// Sets the CR's finalizers, guarded by its resourceVersion.
     fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a>;
     /// Records an event on the CR.
-    fn event<'a>(
-        &'a self,
-        cr: &'a DynamicObject,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a>;
 }
 
 /// The real cluster.
@@ -93,26 +89,21 @@ impl Cluster for KubeCluster {
         child: &'a DesiredChild,
         object: &'a Value,
         force: bool,
-    ) -> Written<'a> {
-        Box::pin(async move {
-            let applied = apply_child(&self.client, t, child, object, force).await?;
-            Ok(applied.resource_version())
-        })
+    ) -> BoxFuture<'a, Result<DynamicObject, WriteError>> {
+        Box::pin(apply_child(&self.client, t, child, object, force))
     }
 
     fn delete<'a>(
         &'a self,
         t: &'a ChildType,
-        child: &'a DynamicObject,
-    ) -> BoxFuture<'a, Result<(), WriteError>> {
-        Box::pin(prune_child(&self.client, t, child))
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> Written<'a> {
+        Box::pin(prune_child(&self.client, t, namespace, name))
     }
 
     fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a> {
-        Box::pin(async move {
-            let out = patch_status(&self.crs(cr), &cr.name_any(), patch).await?;
-            Ok(out.resource_version())
-        })
+        Box::pin(async move { patch_status(&self.crs(cr), &cr.name_any(), patch).await })
     }
 
     fn patch_annotations<'a>(
@@ -120,24 +111,14 @@ impl Cluster for KubeCluster {
         cr: &'a DynamicObject,
         annotations: &'a Map<String, Value>,
     ) -> Written<'a> {
-        Box::pin(async move {
-            let out = patch_annotations(&self.crs(cr), &cr.name_any(), annotations).await?;
-            Ok(out.resource_version())
-        })
+        Box::pin(async move { patch_annotations(&self.crs(cr), &cr.name_any(), annotations).await })
     }
 
     fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a> {
-        Box::pin(async move {
-            let out = patch_finalizers(&self.crs(cr), cr, finalizers).await?;
-            Ok(out.resource_version())
-        })
+        Box::pin(async move { patch_finalizers(&self.crs(cr), cr, finalizers).await })
     }
 
-    fn event<'a>(
-        &'a self,
-        cr: &'a DynamicObject,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a> {
         Box::pin(async move {
             let reference = ObjectReference {
                 api_version: Some(self.cr_resource.api_version.clone()),
@@ -151,7 +132,7 @@ impl Cluster for KubeCluster {
             self.recorder
                 .publish(event, &reference)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| WriteError::EventFailed(e.to_string()))
         })
     }
 }

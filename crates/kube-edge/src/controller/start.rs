@@ -1,0 +1,109 @@
+//! Starting one entry in `ork run`: resolve its types, build its ports, start the watches into
+//! their stores, wait for the initial lists and the entry's dependencies, then dispatch.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kube::Client;
+use kube::runtime::reflector::store::Writer;
+use ork_katalog::CrdEntry;
+use ork_remote::HttpTransport;
+use tracing::Instrument;
+
+use super::watch::{cr_watch, watch_children, watch_crs};
+use super::{Controller, dispatch, resync};
+use crate::auth::{CredentialSource, TransportSource};
+use crate::discovery::{resolve_managed, wait_for_cr_type};
+use crate::entry::{EntryContext, EntryError};
+use crate::ports::{KubeCluster, for_remote};
+use crate::process::Process;
+
+/// Process-wide settings for `ork run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// ork's own namespace (Lease, default Secret namespace, off limits to children).
+    pub ork_namespace: String,
+    /// The Katalog file's folder: relative `command` paths and `workingDir` start here.
+    pub katalog_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the HTTP client for reconcile calls: {0}")]
+    Transport(#[from] ork_remote::CallError),
+    #[error("entry {entry}: {source}")]
+    Entry { entry: String, source: EntryError },
+}
+
+/// Runs one entry until the process ends.
+///
+/// # Errors
+/// The entry cannot start: a managed type that is not served, a missing credential.
+pub(crate) async fn start_entry(
+    client: Client,
+    name: String,
+    entry: CrdEntry,
+    http: HttpTransport,
+    options: RunOptions,
+    process: Arc<Process>,
+) -> Result<(), EntryError> {
+    let remote = entry
+        .operator_box
+        .reconcile
+        .remote
+        .clone()
+        .ok_or(EntryError::NoRemote)?;
+    let (cr_resource, cr_namespaced) = wait_for_cr_type(&client, &entry.api_types, &name).await?;
+    let children = resolve_managed(&client, &remote.managed_resources).await?;
+    let credential = CredentialSource::start(&client, remote.auth.as_ref(), &options.ork_namespace)
+        .map_err(EntryError::Credential)?;
+    let tls = TransportSource::start(&client, &http, remote.tls.as_ref(), &options.ork_namespace)
+        .map_err(EntryError::Tls)?;
+    let transport = for_remote(&remote, &options.katalog_dir, credential, tls)?;
+    let ctx = Arc::new(EntryContext::build(
+        name,
+        entry,
+        cr_resource.clone(),
+        cr_namespaced,
+        children,
+        options.ork_namespace.clone(),
+    )?);
+    let cr_writer = Writer::new(cr_resource.clone());
+    let child_writers: Vec<Writer<_>> = ctx
+        .children
+        .iter()
+        .map(|t| Writer::new(t.resource.clone()))
+        .collect();
+    let c = Arc::new(Controller::new(
+        ctx.clone(),
+        cr_writer.as_reader(),
+        child_writers.iter().map(Writer::as_reader).collect(),
+        Arc::new(KubeCluster::new(client.clone(), cr_resource)),
+        Arc::from(transport),
+        process.clone(),
+    ));
+    tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, writer) in child_writers.into_iter().enumerate() {
+        tasks.spawn(watch_children(c.clone(), writer, client.clone(), index).in_current_span());
+    }
+    let (api, config) = cr_watch(&c, &client);
+    tasks.spawn(watch_crs(c.clone(), cr_writer, api, config).in_current_span());
+    // Ready once every store holds its initial list.
+    for store in std::iter::once(&c.crs).chain(c.children.iter()) {
+        if store.wait_until_ready().await.is_err() {
+            return Ok(());
+        }
+    }
+    process.mark_synced(&ctx.name);
+    tasks.spawn(resync(c.clone()).in_current_span());
+    // Workers start once the dependencies are met.
+    process
+        .registry
+        .wait_for_dependencies(&ctx.name, &ctx.entry)
+        .await;
+    process.registry.register(&ctx.name, c.published());
+    tasks.spawn(dispatch(c).in_current_span());
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! One Katalog entry compiled for running: the resolved CR and child types, compiled gates and
+//! rules, and the settings a reconcile reads. Built once, immutable afterwards; the index, the
+//! reconcile and the controller all borrow it.
+
+use kube::core::DynamicObject;
+use kube::discovery::ApiResource;
+use kube::{Resource, ResourceExt};
+use ork_engine::gate::CompiledGate;
+use ork_katalog::{Check, CrdEntry, Remote};
+use ork_protocol::{OwnerRef, Policy};
+
+use crate::discovery::ChildType;
+use crate::ports::Owner;
+
+/// Why an entry cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("the entry has no reconcile.remote block")]
+    NoRemote,
+    #[error("the entry has neither remote.endpoint nor remote.command")]
+    NoTransport,
+    #[error("gate: {0}")]
+    Gate(String),
+    #[error("validation rule: {0}")]
+    Rule(String),
+    #[error(transparent)]
+    Discovery(#[from] crate::discovery::DiscoveryError),
+    #[error("credential: {0}")]
+    Credential(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Offline(String),
+}
+
+/// An entry ready to run.
+#[derive(Debug)]
+pub(crate) struct EntryContext {
+    pub name: String,
+    pub entry: CrdEntry,
+    pub remote: Remote,
+    pub cr_resource: ApiResource,
+    /// The CRs are namespaced (from discovery, or the Katalog offline).
+    pub cr_namespaced: bool,
+    pub children: Vec<ChildType>,
+    pub reconcile_gate: Option<CompiledGate>,
+    pub enqueue_gate: Option<CompiledGate>,
+    pub rules: Vec<Check>,
+    /// The CR needs ork's finalizer: children garbage collection cannot reach, or finalize calls.
+    pub needs_finalizer: bool,
+    /// ork's own namespace (off limits to children unless declared).
+    pub ork_namespace: String,
+    /// Force server-side apply conflicts (entry default; a resource may say otherwise).
+    pub force: bool,
+}
+
+impl EntryContext {
+    /// Compiles `entry` with its resolved types.
+    ///
+    /// # Errors
+    /// No remote block, or a gate or rule that does not compile (only when the Katalog was not
+    /// validated).
+    pub fn build(
+        name: String,
+        entry: CrdEntry,
+        cr_resource: ApiResource,
+        cr_namespaced: bool,
+        children: Vec<ChildType>,
+        ork_namespace: String,
+    ) -> Result<EntryContext, EntryError> {
+        let remote = entry
+            .operator_box
+            .reconcile
+            .remote
+            .clone()
+            .ok_or(EntryError::NoRemote)?;
+        let pre = &entry.operator_box.pre_reconcile;
+        let gate = |g: Option<&ork_katalog::Gate>| {
+            g.map(CompiledGate::compile)
+                .transpose()
+                .map_err(EntryError::Gate)
+        };
+        let reconcile_gate = gate(pre.reconcile_gate.as_ref())?;
+        let enqueue_gate = gate(pre.enqueue_gate.as_ref())?;
+        let rules = entry
+            .operator_box
+            .validation
+            .rules
+            .iter()
+            .map(|r| r.compile().map_err(|e| EntryError::Rule(format!("{e:?}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        // A cluster-scoped CR cannot own namespaced children through garbage collection, and
+        // children in other namespaces or cluster-scoped ones are out of its reach too.
+        let needs_finalizer = remote.finalize
+            || children.iter().any(|c| {
+                c.managed.cluster_scoped
+                    || !c.managed.namespaces.is_empty()
+                    || (!cr_namespaced && c.managed.namespaced)
+            });
+        let force = entry
+            .operator_box
+            .reconcile
+            .force_conflict
+            .or(entry.force_conflict)
+            .unwrap_or(true);
+        Ok(EntryContext {
+            name,
+            remote,
+            cr_resource,
+            cr_namespaced,
+            children,
+            reconcile_gate,
+            enqueue_gate,
+            rules,
+            needs_finalizer,
+            ork_namespace,
+            force,
+            entry,
+        })
+    }
+
+    /// The child type of `group`/`kind`, by index.
+    pub fn child_index(&self, group: &str, kind: &str) -> Option<usize> {
+        self.children
+            .iter()
+            .position(|c| c.managed.group == group && c.managed.kind == kind)
+    }
+
+    /// The CR as owner of its children.
+    pub fn owner(&self, cr: &DynamicObject) -> Option<Owner> {
+        Some(Owner {
+            entry: self.name.clone(),
+            reference: OwnerRef {
+                api_version: self.cr_resource.api_version.clone(),
+                kind: self.cr_resource.kind.clone(),
+                name: cr.name_any(),
+                namespace: cr.namespace(),
+            },
+            uid: cr.meta().uid.clone()?,
+        })
+    }
+
+    /// What an answer for the CR `owner` must satisfy.
+    pub fn policy(&self, owner: &Owner) -> Policy {
+        Policy {
+            owner: owner.reference.clone(),
+            managed: self.children.iter().map(|c| c.managed.clone()).collect(),
+            ork_namespace: self.ork_namespace.clone(),
+        }
+    }
+}
+
+/// The queue key of an object: `namespace/name`, or `name` when cluster-scoped.
+pub(crate) fn key_of(obj: &DynamicObject) -> String {
+    match obj.namespace() {
+        Some(ns) => format!("{ns}/{}", obj.name_any()),
+        None => obj.name_any(),
+    }
+}

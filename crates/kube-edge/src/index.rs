@@ -1,0 +1,716 @@
+//! The per-entry index: what the watches have seen, in the shape reconciles need it (children by
+//! owner UID, sentinels), and which keys a watch event must trigger. Pure: watch events in,
+//! [`Effect`]s out; no I/O, no clock, no lock. One owner (the entry's controller) drives it.
+//!
+//! ork's own writes never trigger a call. For CRs that follows from the fingerprint: status,
+//! ork's annotations and finalizers are not part of it, so only a change someone made to what the
+//! service sees moves it. For children, ork's writes are told to the index when the reconcile
+//! that made them finishes ([`Index::finish`]); an event about a child of a CR in flight waits
+//! until then, so it is judged knowing every write that reconcile made.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use kube::core::DynamicObject;
+use ork_engine::gate::{CompiledGate, sentinels};
+use ork_engine::queue::Reason;
+use ork_katalog::Sentinel;
+use serde_json::{Value, json};
+
+use crate::labels::PREFIX;
+
+/// What the index asks of the controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Reconcile `key` for `reason`.
+    Enqueue(String, Reason),
+    /// The CR is gone: drop its queue entry, backoff and per-key state.
+    Forget(String),
+}
+
+/// A child by type (index into the entry's managed types), namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ChildRef {
+    pub type_index: usize,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// One watch event, reduced to what the index needs.
+#[derive(Debug, Clone)]
+pub(crate) enum Seen<T> {
+    /// A (re-)list begins.
+    Init,
+    /// An object of the (re-)list, or a change outside it.
+    Object {
+        listing: bool,
+        object: T,
+    },
+    /// The (re-)list is complete: what it did not contain is gone.
+    InitDone,
+    Deleted(T),
+}
+
+/// A CR as the index sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct CrView {
+    pub key: String,
+    /// Hash of what the service sees of the CR (no status, no server bookkeeping, no ork marks).
+    pub fingerprint: u64,
+    /// The CR as JSON; only needed when the entry declares sentinels or an enqueue gate.
+    pub json: Option<Value>,
+}
+
+/// A child as the index sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChildView {
+    pub child: ChildRef,
+    pub uid: String,
+    /// UID of the CR that owns it (ork's owner label, present only on children ork applied).
+    pub owner_uid: Option<String>,
+    /// Queue key of the owner, when the owner annotation names this entry.
+    pub owner_key: Option<String>,
+    /// Hash of the child without status and server bookkeeping.
+    pub fingerprint: u64,
+}
+
+/// Writes one reconcile made, reported when it finishes.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct OwnWrites {
+    /// Children applied, with the fingerprint of the object the API server returned.
+    pub applied: Vec<(ChildRef, u64)>,
+    /// Children deleted, with their UIDs.
+    pub deleted: Vec<(ChildRef, String)>,
+}
+
+#[derive(Debug)]
+struct CrState {
+    fingerprint: u64,
+    previous: Option<Value>,
+}
+
+#[derive(Debug)]
+struct ChildState {
+    uid: String,
+    owner_uid: Option<String>,
+    owner_key: Option<String>,
+    fingerprint: u64,
+}
+
+/// What the gate of an event needs besides the CR: the entry's health as JSON.
+pub(crate) type GateContext<'a> = &'a dyn Fn(&Value) -> Value;
+
+#[derive(Debug)]
+pub(crate) struct Index {
+    declared: Vec<Sentinel>,
+    enqueue_gate: Option<CompiledGate>,
+    crs: HashMap<String, CrState>,
+    sentinels: HashMap<String, BTreeMap<Sentinel, bool>>,
+    children: HashMap<ChildRef, ChildState>,
+    by_owner: HashMap<String, BTreeSet<ChildRef>>,
+    /// Fingerprints ork's own applies produced, per child.
+    expected: HashMap<ChildRef, u64>,
+    /// UIDs of children ork deleted: their deletion is not a change.
+    deleted_by_ork: HashSet<String>,
+    /// Keys whose reconcile runs; child events for them wait here until it finishes (with the
+    /// UID of a child that was deleted).
+    in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,
+    listing_crs: Option<HashSet<String>>,
+    listing_children: HashMap<usize, HashSet<ChildRef>>,
+}
+
+impl Index {
+    pub fn new(declared: Vec<Sentinel>, enqueue_gate: Option<CompiledGate>) -> Index {
+        Index {
+            declared,
+            enqueue_gate,
+            crs: HashMap::new(),
+            sentinels: HashMap::new(),
+            children: HashMap::new(),
+            by_owner: HashMap::new(),
+            expected: HashMap::new(),
+            deleted_by_ork: HashSet::new(),
+            in_flight: HashMap::new(),
+            listing_crs: None,
+            listing_children: HashMap::new(),
+        }
+    }
+
+    /// Whether events must carry the CR's JSON (sentinels or an enqueue gate are declared).
+    pub fn wants_json(&self) -> bool {
+        !self.declared.is_empty() || self.enqueue_gate.is_some()
+    }
+
+    /// A watch event of the entry's CRs.
+    pub fn cr_event(&mut self, seen: Seen<CrView>, gate: GateContext<'_>) -> Vec<Effect> {
+        match seen {
+            Seen::Init => {
+                self.listing_crs = Some(HashSet::new());
+                Vec::new()
+            }
+            Seen::InitDone => {
+                let Some(listed) = self.listing_crs.take() else {
+                    return Vec::new();
+                };
+                let gone: Vec<String> = self
+                    .crs
+                    .keys()
+                    .filter(|k| !listed.contains(*k))
+                    .cloned()
+                    .collect();
+                gone.into_iter().map(|k| self.forget_cr(k)).collect()
+            }
+            Seen::Deleted(view) => vec![self.forget_cr(view.key)],
+            Seen::Object {
+                listing,
+                object: view,
+            } => {
+                if listing && let Some(listed) = self.listing_crs.as_mut() {
+                    listed.insert(view.key.clone());
+                }
+                self.cr_changed(view, gate).into_iter().collect()
+            }
+        }
+    }
+
+    fn cr_changed(&mut self, view: CrView, gate: GateContext<'_>) -> Option<Effect> {
+        let keep_json = self.wants_json();
+        let previous = self.crs.get(&view.key);
+        if previous.is_some_and(|p| p.fingerprint == view.fingerprint) {
+            // ork's own write (status, annotations, finalizer) or a status-only change.
+            if let (Some(state), true) = (self.crs.get_mut(&view.key), keep_json) {
+                state.previous = view.json;
+            }
+            return None;
+        }
+        let reason = if previous.is_none() {
+            Reason::Create
+        } else {
+            Reason::Update
+        };
+        let before = previous.and_then(|p| p.previous.clone());
+        self.crs.insert(
+            view.key.clone(),
+            CrState {
+                fingerprint: view.fingerprint,
+                previous: if keep_json { view.json.clone() } else { None },
+            },
+        );
+        if keep_json {
+            let current = view.json.unwrap_or(Value::Null);
+            let s = sentinels(&self.declared, before.as_ref(), &current);
+            if let Some(g) = &self.enqueue_gate
+                && let Err(why) = g.evaluate(&gate(&current), &s)
+            {
+                tracing::debug!(key = %view.key, reason = %why, "enqueue gate closed");
+                return None;
+            }
+            self.sentinels.insert(view.key.clone(), s);
+        }
+        Some(Effect::Enqueue(view.key, reason))
+    }
+
+    fn forget_cr(&mut self, key: String) -> Effect {
+        self.crs.remove(&key);
+        self.sentinels.remove(&key);
+        Effect::Forget(key)
+    }
+
+    /// A watch event of the children of managed type `type_index`.
+    pub fn child_event(&mut self, type_index: usize, seen: Seen<ChildView>) -> Vec<Effect> {
+        match seen {
+            Seen::Init => {
+                self.listing_children.insert(type_index, HashSet::new());
+                Vec::new()
+            }
+            Seen::InitDone => {
+                let Some(listed) = self.listing_children.remove(&type_index) else {
+                    return Vec::new();
+                };
+                // Children deleted while the watch was down: their owners must look again.
+                let gone: Vec<ChildRef> = self
+                    .children
+                    .keys()
+                    .filter(|c| c.type_index == type_index && !listed.contains(*c))
+                    .cloned()
+                    .collect();
+                gone.into_iter()
+                    .filter_map(|c| self.child_gone(&c))
+                    .collect()
+            }
+            Seen::Deleted(view) => self.child_gone(&view.child).into_iter().collect(),
+            Seen::Object {
+                listing,
+                object: view,
+            } => {
+                if listing && let Some(listed) = self.listing_children.get_mut(&type_index) {
+                    listed.insert(view.child.clone());
+                }
+                self.child_changed(view).into_iter().collect()
+            }
+        }
+    }
+
+    fn child_changed(&mut self, view: ChildView) -> Option<Effect> {
+        let ChildView {
+            child,
+            uid,
+            owner_uid,
+            owner_key,
+            fingerprint,
+        } = view;
+        let previous = self.children.insert(
+            child.clone(),
+            ChildState {
+                uid,
+                owner_uid: owner_uid.clone(),
+                owner_key: owner_key.clone(),
+                fingerprint,
+            },
+        );
+        if let Some(prev_owner) = previous.as_ref().and_then(|p| p.owner_uid.as_ref())
+            && Some(prev_owner) != owner_uid.as_ref()
+        {
+            self.unlink(prev_owner.clone(), &child);
+        }
+        if let Some(owner) = &owner_uid {
+            self.by_owner
+                .entry(owner.clone())
+                .or_default()
+                .insert(child.clone());
+        }
+        let Some(prev) = previous else {
+            // A child that appears is ork's own apply, or an object someone labelled; only a
+            // change or a deletion of a known child is drift.
+            return None;
+        };
+        if prev.fingerprint == fingerprint || self.expected.get(&child) == Some(&fingerprint) {
+            return None;
+        }
+        self.drift(owner_key, child, None)
+    }
+
+    fn child_gone(&mut self, child: &ChildRef) -> Option<Effect> {
+        let state = self.children.remove(child)?;
+        self.expected.remove(child);
+        if let Some(owner) = state.owner_uid.clone() {
+            self.unlink(owner, child);
+        }
+        if self.deleted_by_ork.remove(&state.uid) {
+            return None;
+        }
+        self.drift(state.owner_key, child.clone(), Some(state.uid))
+    }
+
+    /// Someone changed or deleted a child: its owner is reconciled, or, while the owner's
+    /// reconcile runs, judged when it finishes.
+    fn drift(
+        &mut self,
+        owner_key: Option<String>,
+        child: ChildRef,
+        gone_uid: Option<String>,
+    ) -> Option<Effect> {
+        let owner = owner_key.filter(|k| self.crs.contains_key(k))?;
+        if let Some(waiting) = self.in_flight.get_mut(&owner) {
+            waiting.push((child, gone_uid));
+            return None;
+        }
+        Some(Effect::Enqueue(owner, Reason::Child))
+    }
+
+    fn unlink(&mut self, owner: String, child: &ChildRef) {
+        if let Some(set) = self.by_owner.get_mut(&owner) {
+            set.remove(child);
+            if set.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
+    }
+
+    /// The children ork applied for the CR with `owner_uid` (owner-indexed, no scan).
+    pub fn children_of(&self, owner_uid: &str) -> Vec<ChildRef> {
+        self.by_owner
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The sentinels computed when `key` was last triggered (consumed by its reconcile).
+    pub fn take_sentinels(&mut self, key: &str) -> BTreeMap<Sentinel, bool> {
+        self.sentinels.remove(key).unwrap_or_default()
+    }
+
+    /// The sentinels of `key` without consuming them (`ork check`).
+    pub fn peek_sentinels(&self, key: &str) -> BTreeMap<Sentinel, bool> {
+        self.sentinels.get(key).cloned().unwrap_or_default()
+    }
+
+    /// A reconcile of `key` starts.
+    pub fn begin(&mut self, key: &str) {
+        self.in_flight.insert(key.to_string(), Vec::new());
+    }
+
+    /// The reconcile of `key` ended having made `own` writes: child events that arrived
+    /// meanwhile are judged now, knowing those writes.
+    pub fn finish(&mut self, key: &str, own: OwnWrites) -> Vec<Effect> {
+        for (child, fingerprint) in own.applied {
+            self.expected.insert(child, fingerprint);
+        }
+        let waiting = self.in_flight.remove(key).unwrap_or_default();
+        let drifted = waiting.iter().any(|(child, gone_uid)| match gone_uid {
+            // Deleted meanwhile: drift unless ork deleted it.
+            Some(uid) => !own.deleted.iter().any(|(_, u)| u == uid),
+            // Changed meanwhile: drift unless it now is exactly what ork applied.
+            None => self
+                .children
+                .get(child)
+                .is_none_or(|state| self.expected.get(child) != Some(&state.fingerprint)),
+        });
+        for (child, uid) in own.deleted {
+            // Its deletion event is still to come: mark it so it is not taken for drift.
+            if self.children.get(&child).is_some_and(|c| c.uid == uid) {
+                self.deleted_by_ork.insert(uid);
+            }
+        }
+        if drifted && self.crs.contains_key(key) {
+            vec![Effect::Enqueue(key.to_string(), Reason::Child)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether `key` is known (listed and not deleted).
+    #[cfg(test)]
+    pub fn has_cr(&self, key: &str) -> bool {
+        self.crs.contains_key(key)
+    }
+
+    /// Every known CR key.
+    pub fn keys(&self) -> Vec<String> {
+        self.crs.keys().cloned().collect()
+    }
+}
+
+/// What of a CR counts as a change to reconcile: its spec and data, labels, annotations that are
+/// not ork's own, and the deletion mark. Not status, resourceVersion, managedFields or
+/// finalizers: ork's own writes touch only those.
+pub(crate) fn cr_fingerprint(obj: &DynamicObject) -> u64 {
+    let meta = &obj.metadata;
+    let annotations: BTreeMap<&String, &String> = meta
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| !k.starts_with(PREFIX))
+        .collect();
+    let seen = json!({
+        "labels": meta.labels,
+        "annotations": annotations,
+        "deletion": meta.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
+        "data": without_status(&obj.data),
+    });
+    fingerprint(&seen)
+}
+
+/// What of a child counts as a change someone made: everything but server bookkeeping and
+/// status.
+pub(crate) fn child_fingerprint(obj: &DynamicObject) -> u64 {
+    let meta = &obj.metadata;
+    let seen = json!({
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+        "owners": meta.owner_references,
+        "deletion": meta.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
+        "data": without_status(&obj.data),
+    });
+    fingerprint(&seen)
+}
+
+fn without_status(data: &Value) -> Value {
+    match data {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "status")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A stable 64-bit hash (FNV-1a) of a JSON value's canonical text: the same content gives the
+/// same fingerprint in every run and on every machine.
+pub(crate) fn fingerprint(v: &Value) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    feed_value(v, &mut feed);
+    h
+}
+
+fn feed_value(v: &Value, feed: &mut impl FnMut(&[u8])) {
+    match v {
+        Value::Null => feed(b"n"),
+        Value::Bool(b) => feed(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            feed(b"#");
+            feed(n.to_string().as_bytes());
+        }
+        Value::String(s) => {
+            feed(b"\"");
+            feed(&(s.len() as u64).to_le_bytes());
+            feed(s.as_bytes());
+        }
+        Value::Array(a) => {
+            feed(b"[");
+            for x in a {
+                feed_value(x, feed);
+            }
+            feed(b"]");
+        }
+        Value::Object(m) => {
+            // serde_json's map is ordered by key, so the order is canonical.
+            feed(b"{");
+            for (k, x) in m {
+                feed(&(k.len() as u64).to_le_bytes());
+                feed(k.as_bytes());
+                feed_value(x, feed);
+            }
+            feed(b"}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_gate(_: &Value) -> Value {
+        Value::Null
+    }
+
+    fn cr(key: &str, fingerprint: u64) -> Seen<CrView> {
+        Seen::Object {
+            listing: false,
+            object: CrView {
+                key: key.into(),
+                fingerprint,
+                json: None,
+            },
+        }
+    }
+
+    fn child(name: &str, owner: &str, fingerprint: u64) -> ChildView {
+        ChildView {
+            child: ChildRef {
+                type_index: 0,
+                namespace: Some("ns".into()),
+                name: name.into(),
+            },
+            uid: format!("uid-{name}"),
+            owner_uid: Some(format!("uid-{owner}")),
+            owner_key: Some(owner.into()),
+            fingerprint,
+        }
+    }
+
+    fn seen(view: ChildView) -> Seen<ChildView> {
+        Seen::Object {
+            listing: false,
+            object: view,
+        }
+    }
+
+    fn enqueue(key: &str, reason: Reason) -> Vec<Effect> {
+        vec![Effect::Enqueue(key.into(), reason)]
+    }
+
+    #[test]
+    fn a_create_triggers_once_and_own_status_writes_do_not() {
+        let mut ix = Index::new(vec![], None);
+        assert_eq!(
+            ix.cr_event(cr("ns/a", 1), &no_gate),
+            enqueue("ns/a", Reason::Create)
+        );
+        // Status and annotation writes leave the fingerprint alone.
+        assert!(ix.cr_event(cr("ns/a", 1), &no_gate).is_empty());
+        assert_eq!(
+            ix.cr_event(cr("ns/a", 2), &no_gate),
+            enqueue("ns/a", Reason::Update)
+        );
+    }
+
+    #[test]
+    fn a_foreign_edit_during_a_reconcile_is_not_lost_behind_ork_s_own_write() {
+        // The race of the first design: the edit (fingerprint 2) and ork's status write
+        // (fingerprint 2 again) both arrive while ns/a is in flight. The edit triggers; the
+        // queue holds it until the reconcile ends; ork's write adds nothing.
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.begin("ns/a");
+        assert_eq!(
+            ix.cr_event(cr("ns/a", 2), &no_gate),
+            enqueue("ns/a", Reason::Update)
+        );
+        assert!(ix.cr_event(cr("ns/a", 2), &no_gate).is_empty());
+        assert!(ix.finish("ns/a", OwnWrites::default()).is_empty());
+    }
+
+    #[test]
+    fn children_are_found_by_owner_and_a_relist_drops_the_deleted_ones() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.child_event(0, seen(child("one", "ns/a", 1)));
+        ix.child_event(0, seen(child("two", "ns/a", 1)));
+        assert_eq!(ix.children_of("uid-ns/a").len(), 2);
+
+        // The watch restarts; "two" was deleted during the gap.
+        ix.child_event(0, Seen::Init);
+        ix.child_event(
+            0,
+            Seen::Object {
+                listing: true,
+                object: child("one", "ns/a", 1),
+            },
+        );
+        let effects = ix.child_event(0, Seen::InitDone);
+        assert_eq!(
+            effects,
+            enqueue("ns/a", Reason::Child),
+            "its owner recreates it"
+        );
+        let names: Vec<String> = ix
+            .children_of("uid-ns/a")
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["one"]);
+    }
+
+    #[test]
+    fn a_hand_edit_of_a_child_triggers_its_owner_but_ork_s_apply_does_not() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.child_event(0, seen(child("one", "ns/a", 1)));
+        assert_eq!(
+            ix.child_event(0, seen(child("one", "ns/a", 2))),
+            enqueue("ns/a", Reason::Child)
+        );
+
+        // ork applies while the owner is in flight; the watch event arrives before the apply
+        // returns. Judged at finish: ork's own.
+        ix.begin("ns/a");
+        assert!(ix.child_event(0, seen(child("one", "ns/a", 3))).is_empty());
+        let own = OwnWrites {
+            applied: vec![(child("one", "ns/a", 3).child, 3)],
+            deleted: vec![],
+        };
+        assert!(ix.finish("ns/a", own).is_empty());
+        // Later the same fingerprint again (resync of the watch): still ork's own.
+        assert!(ix.child_event(0, seen(child("one", "ns/a", 3))).is_empty());
+    }
+
+    #[test]
+    fn a_hand_edit_during_the_owner_s_reconcile_is_judged_at_finish() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.child_event(0, seen(child("one", "ns/a", 1)));
+        ix.begin("ns/a");
+        ix.child_event(0, seen(child("one", "ns/a", 5)));
+        // ork applied fingerprint 4, someone else made it 5.
+        let own = OwnWrites {
+            applied: vec![(child("one", "ns/a", 4).child, 4)],
+            deleted: vec![],
+        };
+        assert_eq!(ix.finish("ns/a", own), enqueue("ns/a", Reason::Child));
+    }
+
+    #[test]
+    fn ork_s_own_prune_is_not_drift_but_a_foreign_delete_is() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.child_event(0, seen(child("one", "ns/a", 1)));
+        ix.child_event(0, seen(child("two", "ns/a", 1)));
+        // ork prunes "one"; its deletion event comes after the reconcile finished.
+        ix.begin("ns/a");
+        let own = OwnWrites {
+            applied: vec![],
+            deleted: vec![(child("one", "ns/a", 1).child, "uid-one".into())],
+        };
+        assert!(ix.finish("ns/a", own).is_empty());
+        assert!(
+            ix.child_event(0, Seen::Deleted(child("one", "ns/a", 1)))
+                .is_empty()
+        );
+        // Someone deletes "two".
+        assert_eq!(
+            ix.child_event(0, Seen::Deleted(child("two", "ns/a", 1))),
+            enqueue("ns/a", Reason::Child)
+        );
+    }
+
+    #[test]
+    fn a_deleted_cr_is_forgotten_also_when_a_relist_misses_it() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.cr_event(cr("ns/b", 1), &no_gate);
+        ix.cr_event(Seen::Init, &no_gate);
+        ix.cr_event(
+            Seen::Object {
+                listing: true,
+                object: CrView {
+                    key: "ns/a".into(),
+                    fingerprint: 1,
+                    json: None,
+                },
+            },
+            &no_gate,
+        );
+        assert_eq!(
+            ix.cr_event(Seen::InitDone, &no_gate),
+            vec![Effect::Forget("ns/b".into())]
+        );
+        assert!(ix.has_cr("ns/a") && !ix.has_cr("ns/b"));
+    }
+
+    #[test]
+    fn a_closed_enqueue_gate_drops_the_event_and_sentinels_reach_the_reconcile() {
+        let gate: ork_katalog::Gate =
+            serde_json::from_value(json!({"when": [{"field": "spec.enabled", "equals": true}]}))
+                .expect("gate");
+        let gate = CompiledGate::compile(&gate).expect("compiles");
+        let mut ix = Index::new(vec![Sentinel::SpecChanged], Some(gate));
+        let view = |fp: u64, enabled: bool| Seen::Object {
+            listing: false,
+            object: CrView {
+                key: "ns/a".into(),
+                fingerprint: fp,
+                json: Some(json!({"spec": {"enabled": enabled}})),
+            },
+        };
+        let ctx = |cr: &Value| cr.clone();
+        assert!(ix.cr_event(view(1, false), &ctx).is_empty());
+        assert_eq!(
+            ix.cr_event(view(2, true), &ctx),
+            enqueue("ns/a", Reason::Update)
+        );
+        assert!(ix.take_sentinels("ns/a")[&Sentinel::SpecChanged]);
+    }
+
+    #[test]
+    fn fingerprints_are_stable_and_order_free() {
+        let a = json!({"a": 1, "b": [1, "x"]});
+        let b: Value = serde_json::from_str(r#"{"b": [1, "x"], "a": 1}"#).expect("json");
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(
+            fingerprint(&a),
+            fingerprint(&json!({"a": 2, "b": [1, "x"]}))
+        );
+        assert_ne!(
+            fingerprint(&json!(["ab", "c"])),
+            fingerprint(&json!(["a", "bc"]))
+        );
+    }
+}

@@ -1,0 +1,14 @@
+//! Labels and annotations ork puts on what it manages.
+
+pub const MANAGED: &str = "orkestra.orkspace.io/managed";
+pub const OWNER_UID: &str = "orkestra.orkspace.io/owner-uid";
+pub const OWNER: &str = "orkestra.orkspace.io/owner";
+pub const HEALTH: &str = "orkestra.orkspace.io/health";
+pub const METRICS: &str = "orkestra.orkspace.io/metrics";
+/// On a child: fingerprint of the object ork last applied, so an unchanged answer costs no write
+/// (also across restarts) while a field the service drops is still removed.
+pub const APPLIED: &str = "orkestra.orkspace.io/applied";
+/// Annotations and labels under this prefix are ork's own marks, not a user's change.
+pub const PREFIX: &str = "orkestra.orkspace.io/";
+pub const FIELD_MANAGER: &str = "orkestra-remote";
+pub const FINALIZER: &str = "orkestra.orkspace.io/remote-finalizer";

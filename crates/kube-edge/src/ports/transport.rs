@@ -1,0 +1,234 @@
+//! Transports to the service: [`HttpPort`] (templated endpoint, credential only for the allowed
+//! host, per-entry TLS), [`ExecPort`] (a local program), and the layers [`RateLimited`] and
+//! [`Timed`]. Record and replay are in `tap`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use ork_engine::ratelimit::TokenBucket;
+use ork_katalog::Remote;
+use ork_katalog::template::Template;
+use ork_remote::{Call, CallError, Endpoint, ExecCall, credential_allowed, exec};
+use serde_json::Value;
+
+use crate::auth::{CredentialSource, TransportSource};
+use crate::entry::EntryError;
+
+/// Why a call produced no answer. Never carries a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum CallFailed {
+    #[error(transparent)]
+    Call(#[from] CallError),
+    #[error("endpoint template: {0}")]
+    Endpoint(String),
+    #[error(
+        "endpoint host {host} is neither the Katalog's literal host nor in remote.allowedHosts; the credential is withheld"
+    )]
+    HostNotAllowed { host: String },
+    #[error("credential: {0}")]
+    Credential(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Replay(String),
+}
+
+/// Sends one request to the service and returns its answer.
+pub(crate) trait Transport: Send + Sync {
+    /// Sends `body`, the request for the CR `cr` (an endpoint may be a template over it).
+    fn call<'a>(
+        &'a self,
+        cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>>;
+
+    /// `text` (from the service) without the credential this transport sends.
+    fn redact(&self, text: &str) -> String {
+        text.to_string()
+    }
+}
+
+/// POST to the entry's endpoint.
+pub(crate) struct HttpPort {
+    pub endpoint: Template,
+    pub allowed_hosts: Vec<String>,
+    pub credential: CredentialSource,
+    pub client: TransportSource,
+    pub timeout: Duration,
+    pub max_bytes: u64,
+}
+
+impl Transport for HttpPort {
+    fn call<'a>(
+        &'a self,
+        cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+        Box::pin(async move {
+            let url = self
+                .endpoint
+                .render(cr)
+                .map_err(|e| CallFailed::Endpoint(e.to_string()))?;
+            let credential = self.credential.current().map_err(CallFailed::Credential)?;
+            if credential.is_some() {
+                // Parsed as the HTTP client parses it: the host checked is the host called.
+                let target = Endpoint::for_credential(&url).map_err(CallError::from)?;
+                if !credential_allowed(&target, self.endpoint.source(), &self.allowed_hosts) {
+                    return Err(CallFailed::HostNotAllowed {
+                        host: target.authority(),
+                    });
+                }
+            }
+            let client = self.client.current().map_err(CallFailed::Tls)?;
+            Ok(client
+                .call(Call {
+                    url: &url,
+                    body,
+                    credential: credential.as_ref(),
+                    timeout: self.timeout,
+                    max_bytes: self.max_bytes,
+                })
+                .await?)
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match self.credential.current() {
+            Ok(Some(c)) => c.redact(text),
+            _ => text.to_string(),
+        }
+    }
+}
+
+/// A local program: the request on stdin, the answer on stdout.
+pub(crate) struct ExecPort {
+    pub command: Vec<String>,
+    pub working_dir: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub timeout: Duration,
+    pub max_bytes: u64,
+}
+
+impl Transport for ExecPort {
+    fn call<'a>(
+        &'a self,
+        _cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+        Box::pin(async move {
+            Ok(exec(ExecCall {
+                command: &self.command,
+                working_dir: &self.working_dir,
+                env: &self.env,
+                body,
+                timeout: self.timeout,
+                max_bytes: self.max_bytes,
+            })
+            .await?)
+        })
+    }
+}
+
+/// `remote.rateLimit`: calls wait for a token.
+pub(crate) struct RateLimited {
+    pub bucket: Mutex<TokenBucket>,
+    pub inner: Box<dyn Transport>,
+}
+
+impl Transport for RateLimited {
+    fn call<'a>(
+        &'a self,
+        cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+        Box::pin(async move {
+            let wait = self
+                .bucket
+                .lock()
+                .map(|mut b| b.reserve(Instant::now()))
+                .unwrap_or(Duration::ZERO);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            self.inner.call(cr, body).await
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.inner.redact(text)
+    }
+}
+
+/// Adds up the time spent in the service (`ork simulate` reports ork's own time as the rest).
+pub(crate) struct Timed {
+    pub nanos: AtomicU64,
+    pub inner: Box<dyn Transport>,
+}
+
+impl Timed {
+    pub fn spent(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+impl Transport for Timed {
+    fn call<'a>(
+        &'a self,
+        cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let answer = self.inner.call(cr, body).await;
+            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.nanos.fetch_add(took, Ordering::Relaxed);
+            answer
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.inner.redact(text)
+    }
+}
+
+/// The entry's transport: exec when `remote.command` is set, else HTTP; rate limited when
+/// `remote.rateLimit` is set.
+///
+/// # Errors
+/// An entry with neither `endpoint` nor `command`.
+pub(crate) fn for_remote(
+    remote: &Remote,
+    katalog_dir: &Path,
+    credential: CredentialSource,
+    client: TransportSource,
+) -> Result<Box<dyn Transport>, EntryError> {
+    let base: Box<dyn Transport> = match (&remote.command, &remote.endpoint) {
+        (Some(command), _) => Box::new(ExecPort {
+            command: command.clone(),
+            working_dir: katalog_dir.join(remote.working_dir.as_deref().unwrap_or(".")),
+            env: remote.env.clone(),
+            timeout: remote.timeout.get(),
+            max_bytes: remote.max_response_bytes,
+        }),
+        (None, Some(endpoint)) => Box::new(HttpPort {
+            endpoint: endpoint.clone(),
+            allowed_hosts: remote.allowed_hosts.clone(),
+            credential,
+            client,
+            timeout: remote.timeout.get(),
+            max_bytes: remote.max_response_bytes,
+        }),
+        (None, None) => return Err(EntryError::NoTransport),
+    };
+    Ok(match remote.rate_limit {
+        Some(rl) => Box::new(RateLimited {
+            bucket: Mutex::new(TokenBucket::new(rl.qps, rl.burst, Instant::now())),
+            inner: base,
+        }),
+        None => base,
+    })
+}

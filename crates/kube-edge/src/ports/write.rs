@@ -1,0 +1,320 @@
+//! Writes to the API server: server-side apply of children, prune, status, annotation and
+//! finalizer patches, each a typed error the retry policy can read.
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::core::DynamicObject;
+use kube::{Client, ResourceExt};
+use ork_protocol::{DesiredChild, OwnerRef};
+use serde_json::{Map, Value, json};
+
+use crate::discovery::ChildType;
+use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_UID};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("apply {kind} {name}: {}", message(source))]
+    ApplyFailed {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("prune {kind} {name}: {}", message(source))]
+    PruneFailed {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("status patch: {}", message(.0))]
+    StatusFailed(kube::Error),
+    #[error("annotation patch: {}", message(.0))]
+    AnnotateFailed(kube::Error),
+    #[error("finalizer patch: {}", message(.0))]
+    FinalizerFailed(kube::Error),
+    #[error("event: {0}")]
+    EventFailed(String),
+    /// The in-memory cluster of `ork simulate` could not store the object.
+    #[error("{0}")]
+    Memory(String),
+}
+
+impl WriteError {
+    fn source(&self) -> Option<&kube::Error> {
+        match self {
+            WriteError::ApplyFailed { source, .. } | WriteError::PruneFailed { source, .. } => {
+                Some(source)
+            }
+            WriteError::StatusFailed(e)
+            | WriteError::AnnotateFailed(e)
+            | WriteError::FinalizerFailed(e) => Some(e),
+            WriteError::EventFailed(_) | WriteError::Memory(_) => None,
+        }
+    }
+
+    /// The CR changed under a write guarded by its resourceVersion (409): retry at once with
+    /// the new version. (A field-manager conflict of an apply is not this: it backs off.)
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, WriteError::FinalizerFailed(kube::Error::Api(s)) if s.code == 409)
+    }
+
+    /// The API server could not be reached or failed (5xx, 429): not the service's fault.
+    pub fn is_unavailable(&self) -> bool {
+        match self.source() {
+            Some(kube::Error::Api(s)) => s.code >= 500 || s.code == 429,
+            Some(_) => true,
+            None => false,
+        }
+    }
+}
+
+/// The API server's own words for a refused request, else the client error.
+fn message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
+        other => other.to_string(),
+    }
+}
+
+/// The CR a child belongs to, as needed to label and own it.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub entry: String,
+    pub reference: OwnerRef,
+    pub uid: String,
+}
+
+impl Owner {
+    /// The owner annotation value: `<entry>/<namespace>/<name>` (namespace empty when cluster-scoped).
+    pub fn annotation(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.entry,
+            self.reference.namespace.as_deref().unwrap_or(""),
+            self.reference.name
+        )
+    }
+}
+
+fn api_for(client: &Client, t: &ChildType, namespace: Option<&str>) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &t.resource),
+        None => Api::all_with(client.clone(), &t.resource),
+    }
+}
+
+/// Sets `map[key] = value` under `metadata.<field>`, making `metadata.<field>` a map first if the
+/// service sent something else (the answer check refuses that; this never panics regardless).
+fn put(meta: &mut Map<String, Value>, field: &str, key: &str, value: Value) {
+    let slot = meta
+        .entry(field.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    if let Value::Object(m) = slot {
+        m.insert(key.to_string(), value);
+    }
+}
+
+/// The child as ork applies it: the service's object plus ork's labels, owner annotation,
+/// (same namespace) a controller owner reference to the CR, and the fingerprint of all that
+/// (annotation [`APPLIED`]), so an unchanged answer can skip the write.
+pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
+    let mut obj = child.object.clone();
+    if !obj.is_object() {
+        obj = Value::Object(Map::new());
+    }
+    if let Value::Object(root) = &mut obj {
+        let meta = root
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(Map::new());
+        }
+        if let Value::Object(meta) = meta {
+            put(meta, "labels", MANAGED, json!("true"));
+            put(meta, "labels", OWNER_UID, json!(owner.uid));
+            put(meta, "annotations", OWNER, json!(owner.annotation()));
+            if child.same_namespace_as(&owner.reference) {
+                meta.insert(
+                    "ownerReferences".into(),
+                    json!([{
+                        "apiVersion": owner.reference.api_version,
+                        "kind": owner.reference.kind,
+                        "name": owner.reference.name,
+                        "uid": owner.uid,
+                        "controller": true,
+                        "blockOwnerDeletion": true,
+                    }]),
+                );
+            }
+        }
+    }
+    let print = format!("{:016x}", crate::index::fingerprint(&obj));
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        put(meta, "annotations", APPLIED, json!(print));
+    }
+    obj
+}
+
+/// Server-side applies a [`stamped`] child with field manager `orkestra-remote`.
+///
+/// # Errors
+/// The API server refused the apply (conflict without force, validation, RBAC).
+pub async fn apply_child(
+    client: &Client,
+    t: &ChildType,
+    child: &DesiredChild,
+    object: &Value,
+    force: bool,
+) -> Result<DynamicObject, WriteError> {
+    let mut params = PatchParams::apply(FIELD_MANAGER);
+    params.force = force;
+    api_for(client, t, child.namespace.as_deref())
+        .patch(&child.name, &params, &Patch::Apply(object))
+        .await
+        .map_err(|source| WriteError::ApplyFailed {
+            kind: child.managed.kind.clone(),
+            name: child.name.clone(),
+            source,
+        })
+}
+
+/// Deletes a child ork applied earlier (background propagation); a child already gone is fine.
+///
+/// # Errors
+/// The API server refused the delete.
+pub async fn prune_child(
+    client: &Client,
+    t: &ChildType,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<(), WriteError> {
+    match api_for(client, t, namespace)
+        .delete(name, &DeleteParams::background())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(WriteError::PruneFailed {
+            kind: t.managed.kind.clone(),
+            name: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Merge-patches the status subresource with `patch` (`{"status": {...}}`).
+///
+/// # Errors
+/// The API server refused the patch (e.g. the CRD has no status subresource).
+pub async fn patch_status(
+    api: &Api<DynamicObject>,
+    name: &str,
+    patch: &Value,
+) -> Result<(), WriteError> {
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map(drop)
+        .map_err(WriteError::StatusFailed)
+}
+
+/// Merge-patches annotations of the CR.
+///
+/// # Errors
+/// The API server refused the patch.
+pub async fn patch_annotations(
+    api: &Api<DynamicObject>,
+    name: &str,
+    annotations: &Map<String, Value>,
+) -> Result<(), WriteError> {
+    let patch = json!({"metadata": {"annotations": annotations}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .map_err(WriteError::AnnotateFailed)
+}
+
+/// Sets the CR's finalizers, guarded by its resourceVersion (a concurrent change fails the patch
+/// with a conflict instead of being overwritten).
+///
+/// # Errors
+/// The API server refused the patch (409 when the CR changed meanwhile).
+pub async fn patch_finalizers(
+    api: &Api<DynamicObject>,
+    obj: &DynamicObject,
+    finalizers: Vec<String>,
+) -> Result<(), WriteError> {
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": obj.resource_version(),
+    }});
+    api.patch(
+        &obj.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(drop)
+    .map_err(WriteError::FinalizerFailed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ork_protocol::ManagedType;
+
+    fn child(object: Value) -> DesiredChild {
+        DesiredChild {
+            managed: ManagedType {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+                namespaced: true,
+                namespaces: vec![],
+                cluster_scoped: false,
+            },
+            name: "a".into(),
+            namespace: Some("ns".into()),
+            object,
+        }
+    }
+
+    fn owner() -> Owner {
+        Owner {
+            entry: "e".into(),
+            reference: OwnerRef {
+                api_version: "demo/v1".into(),
+                kind: "WebApp".into(),
+                name: "w".into(),
+                namespace: Some("ns".into()),
+            },
+            uid: "u1".into(),
+        }
+    }
+
+    #[test]
+    fn labels_that_are_not_a_map_never_panic() {
+        let c = child(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": "x", "annotations": 5}}));
+        let out = stamped(&c, &owner());
+        assert_eq!(out["metadata"]["labels"][MANAGED], "true");
+        assert_eq!(out["metadata"]["annotations"][OWNER], "e/ns/w");
+    }
+
+    #[test]
+    fn the_applied_fingerprint_changes_when_a_field_is_dropped() {
+        let with = child(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a"}, "data": {"a": "1", "b": "2"}}));
+        let without = child(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a"}, "data": {"a": "1"}}));
+        let a = stamped(&with, &owner());
+        let b = stamped(&without, &owner());
+        assert_ne!(
+            a["metadata"]["annotations"][APPLIED],
+            b["metadata"]["annotations"][APPLIED]
+        );
+        assert_eq!(stamped(&with, &owner()), a, "stable");
+        assert_eq!(a["metadata"]["ownerReferences"][0]["uid"], "u1");
+    }
+}

@@ -1,0 +1,47 @@
+//! What the entries of one run share: the registry of entries, metrics, the switch that allows
+//! reconciles (leadership, shutdown) and which entries' caches are synced.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+
+use crate::metrics::Metrics;
+use crate::registry::Registry;
+
+#[derive(Debug)]
+pub(crate) struct Process {
+    pub registry: Registry,
+    pub metrics: Metrics,
+    /// Whether workers may start reconciles: leader (or no election) and not shutting down.
+    pub active: watch::Receiver<bool>,
+    pub active_tx: watch::Sender<bool>,
+    /// Entries whose caches hold the initial lists.
+    synced: Mutex<HashSet<String>>,
+}
+
+impl Process {
+    pub fn new(active: bool) -> Process {
+        let (active_tx, active_rx) = watch::channel(active);
+        let metrics = Metrics::new();
+        metrics.set_leader(active);
+        Process {
+            registry: Registry::default(),
+            metrics,
+            active: active_rx,
+            active_tx,
+            synced: Mutex::default(),
+        }
+    }
+
+    /// The entry's caches hold their initial lists.
+    pub fn mark_synced(&self, entry: &str) {
+        if let Ok(mut s) = self.synced.lock() {
+            s.insert(entry.to_string());
+        }
+    }
+
+    pub fn is_synced(&self, entry: &str) -> bool {
+        self.synced.lock().is_ok_and(|s| s.contains(entry))
+    }
+}

@@ -1,0 +1,176 @@
+//! The request of SPEC §2.1 for one CR: validation rules, `object` minus excluded paths, rendered
+//! `args`, and `prepared` (children, cross objects, sentinels, health, trigger).
+
+use std::collections::BTreeMap;
+
+use kube::ResourceExt;
+use ork_katalog::condition::RuleAction;
+use ork_katalog::template::Template;
+use ork_protocol::{Gvk, Prepared, Request, Trigger, ValidationReport};
+use serde_json::{Map, Value};
+
+use super::Job;
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+
+/// The request body for `job` (`cr` is its CR as JSON).
+///
+/// # Errors
+/// A denied validation rule (unless `finalizing`), or a template that fails.
+pub(super) fn build(
+    ctx: &EntryContext,
+    job: &Job,
+    cr: &Value,
+    finalizing: bool,
+) -> Result<Vec<u8>, ReconcileError> {
+    let validation = if finalizing {
+        ValidationReport::default()
+    } else {
+        validate(ctx, cr)
+    };
+    if !validation.passed {
+        return Err(ReconcileError::Denied(validation.failed.join("; ")));
+    }
+    let request = Request {
+        key: job.key.clone(),
+        gvk: Gvk {
+            group: ctx.cr_resource.group.clone(),
+            version: ctx.cr_resource.version.clone(),
+            kind: ctx.cr_resource.kind.clone(),
+        },
+        object: strip_paths(cr.clone(), &ctx.remote.payload.object.exclude),
+        args: render_args(&ctx.remote.args, cr)?,
+        prepared: Prepared {
+            children: children(ctx, job),
+            cross: job.cross.clone().map_err(ReconcileError::Request)?,
+            sentinels: job
+                .sentinels
+                .iter()
+                .map(|(s, v)| (s.name().to_string(), *v))
+                .collect(),
+            validation,
+            health: job.health.summary(),
+            trigger: Trigger {
+                reason: job.reason.as_str().to_string(),
+                attempt: job.attempt,
+            },
+            finalizing,
+        },
+    };
+    serde_json::to_vec(&request)
+        .map_err(|e| ReconcileError::Request(format!("encoding the request: {e}")))
+}
+
+fn validate(ctx: &EntryContext, cr: &Value) -> ValidationReport {
+    let mut report = ValidationReport::default();
+    for rule in &ctx.rules {
+        if !rule.holds(cr, &BTreeMap::new()) {
+            match rule.action {
+                RuleAction::Deny => report.failed.push(rule.describe_failure()),
+                RuleAction::Warn => report.warnings.push(rule.describe_failure()),
+            }
+        }
+    }
+    report.passed = report.failed.is_empty();
+    report
+}
+
+/// `prepared.children`: lowercase kind → name → object, the CR's own children only.
+fn children(ctx: &EntryContext, job: &Job) -> BTreeMap<String, BTreeMap<String, Value>> {
+    let payload = &ctx.remote.payload.children;
+    let mut out: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    if !payload.enabled {
+        return out;
+    }
+    for (child, obj) in &job.children {
+        let Some(t) = ctx.children.get(child.type_index) else {
+            continue;
+        };
+        let v = strip_paths(
+            serde_json::to_value(obj.as_ref()).unwrap_or(Value::Null),
+            &payload.exclude,
+        );
+        out.entry(t.managed.kind.to_lowercase())
+            .or_default()
+            .insert(obj.name_any(), v);
+    }
+    out
+}
+
+/// Evaluates string args as templates, coercing results to JSON types ("5" → 5, "true" → true).
+fn render_args(
+    args: &BTreeMap<String, Value>,
+    cr: &Value,
+) -> Result<Option<Map<String, Value>>, ReconcileError> {
+    if args.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Map::new();
+    for (k, v) in args {
+        let value = match v {
+            Value::String(s) if s.contains("{{") => {
+                let rendered = Template::parse(s)
+                    .and_then(|t| t.render(cr))
+                    .map_err(|e| ReconcileError::Request(format!("args.{k}: {e}")))?;
+                serde_json::from_str::<Value>(&rendered)
+                    .ok()
+                    .filter(|v| v.is_number() || v.is_boolean())
+                    .unwrap_or(Value::String(rendered))
+            }
+            other => other.clone(),
+        };
+        out.insert(k.clone(), value);
+    }
+    Ok(Some(out))
+}
+
+fn strip_paths(mut v: Value, paths: &[String]) -> Value {
+    for p in paths {
+        let (parent, last) = p.rsplit_once('.').unwrap_or(("", p.as_str()));
+        let pointer = if parent.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", parent.replace('.', "/"))
+        };
+        if let Some(m) = v.pointer_mut(&pointer).and_then(Value::as_object_mut) {
+            m.remove(last);
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn excluded_paths_are_removed_from_the_object() {
+        let cr = json!({"metadata": {"name": "a", "managedFields": [1]}, "spec": {"secret": "x", "keep": 1}});
+        let out = strip_paths(
+            cr,
+            &[
+                "metadata.managedFields".into(),
+                "spec.secret".into(),
+                "no.such".into(),
+            ],
+        );
+        assert_eq!(out, json!({"metadata": {"name": "a"}, "spec": {"keep": 1}}));
+    }
+
+    #[test]
+    fn templated_args_are_rendered_and_coerced() {
+        let args = BTreeMap::from([
+            ("env".to_string(), json!("{{ .spec.env }}")),
+            ("replicas".to_string(), json!("{{ .spec.replicas }}")),
+            ("flag".to_string(), json!("{{ .spec.flag }}")),
+            ("fixed".to_string(), json!({"a": 1})),
+        ]);
+        let cr = json!({"spec": {"env": "prod", "replicas": 3, "flag": true}});
+        let out = render_args(&args, &cr).expect("renders").expect("some");
+        assert_eq!(out["env"], "prod");
+        assert_eq!(out["replicas"], 3);
+        assert_eq!(out["flag"], true);
+        assert_eq!(out["fixed"], json!({"a": 1}));
+    }
+}
