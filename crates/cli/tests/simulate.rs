@@ -282,3 +282,46 @@ async fn check_names_every_way_an_answer_breaks_the_protocol() -> Result<()> {
     assert_eq!(svc.calls(), 1, "one call per CR");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulate_applies_the_enqueue_gate_as_ork_run_does() -> Result<()> {
+    let svc = FakeService::start(webapp_answer).await?;
+    let dir = temp("gate");
+    std::fs::create_dir_all(&dir)?;
+    let katalog = dir.join("katalog.yaml");
+    std::fs::write(
+        &katalog,
+        format!(
+            r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: gate}}
+spec:
+  crds:
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      operatorBox:
+        preReconcile:
+          enqueueGate: {{when: [{{field: spec.image, equals: "never"}}]}}
+        reconcile:
+          default: false
+          remote:
+            endpoint: "{}"
+            managedResources:
+              - {{group: apps, version: v1, plural: deployments}}
+              - {{group: "", version: v1, plural: services}}
+"#,
+            svc.url
+        ),
+    )?;
+    let out =
+        tokio::task::spawn_blocking(move || simulate(&katalog, &["-o", "json", "--cycles", "1"]))
+            .await?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(
+        report["cycles"][0]["calls"],
+        json!([]),
+        "a create the enqueue gate closes is never reconciled"
+    );
+    assert_eq!(svc.calls(), 0);
+    Ok(())
+}

@@ -367,3 +367,124 @@ fn owner_key(entry: &str, annotation: &str) -> Option<String> {
         format!("{ns}/{name}")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::ChildType;
+    use crate::ports::CallFailed;
+    use crate::simulate::MemoryCluster;
+    use futures::future::BoxFuture;
+    use kube::discovery::ApiResource;
+    use kube::runtime::reflector::store::Writer;
+    use ork_protocol::ManagedType;
+
+    /// A service whose answer makes ork panic (standing in for any bug in ork).
+    struct Panics;
+
+    impl Transport for Panics {
+        fn call<'a>(
+            &'a self,
+            _cr: &'a Value,
+            _body: Vec<u8>,
+        ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+            Box::pin(async { panic!("boom in a reconcile") })
+        }
+    }
+
+    const KATALOG: &str = r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: t}
+spec:
+  crds:
+    webapp:
+      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}
+      operatorBox:
+        reconcile:
+          default: false
+          workers: 1
+          remote:
+            endpoint: "http://127.0.0.1:1/r"
+            managedResources:
+              - {group: "", version: v1, plural: configmaps}
+"#;
+
+    fn controller() -> (Arc<Controller>, Writer<DynamicObject>) {
+        let katalog =
+            ork_katalog::load_str(KATALOG, std::path::Path::new("k.yaml")).expect("valid");
+        let entry = katalog.spec.crds["webapp"].clone();
+        let cr = ApiResource {
+            group: "demo.ork.dev".into(),
+            version: "v1".into(),
+            api_version: "demo.ork.dev/v1".into(),
+            kind: "WebApp".into(),
+            plural: "webapps".into(),
+        };
+        let cm = ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+        };
+        let child = ChildType {
+            managed: ManagedType {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+                namespaced: true,
+                namespaces: vec![],
+                cluster_scoped: false,
+            },
+            resource: cm.clone(),
+        };
+        let ctx = EntryContext::build(
+            "webapp".into(),
+            entry,
+            cr.clone(),
+            true,
+            vec![child],
+            "ork".into(),
+        )
+        .expect("builds");
+        let writer = Writer::new(cr);
+        let c = Controller::new(
+            Arc::new(ctx),
+            writer.as_reader(),
+            vec![Writer::new(cm).as_reader()],
+            Arc::new(MemoryCluster::default()),
+            Arc::new(Panics),
+            Arc::new(Process::new(true)),
+        );
+        (Arc::new(c), writer)
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_a_reconcile_is_a_recorded_failure_that_frees_the_worker() {
+        let (c, mut writer) = controller();
+        let cr: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "1"},
+            "spec": {}
+        }))
+        .expect("object");
+        let event = watcher::Event::Apply(cr);
+        writer.apply_watcher_event(&event);
+        c.cr_event(&event);
+        let (key, reason) = c.take_queued().pop().expect("queued");
+        c.schedule().busy += 1;
+        let result = c.run_one(&key, reason).await.expect("ran");
+        let message = result.expect_err("a failure");
+        assert!(message.contains("boom in a reconcile"), "{message}");
+        let s = c.schedule();
+        assert_eq!(s.busy, 0, "the worker is free");
+        assert_eq!(s.backoff.failures(&key), 1, "retried with backoff");
+        assert!(
+            s.queue.next_deadline().is_some(),
+            "the key stays schedulable"
+        );
+        drop(s);
+        assert_eq!(c.health().consecutive_fails, 1);
+    }
+}

@@ -33,7 +33,7 @@ mod memory;
 mod types;
 
 pub use check::{Checked, check};
-use memory::MemoryCluster;
+pub(crate) use memory::MemoryCluster;
 pub use memory::{Change, diff, merge};
 use types::offline_type;
 

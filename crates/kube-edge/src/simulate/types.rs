@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::discovery::ChildType;
 
-/// Core and common built-in types, for managed resources declared without `kind`/`version`.
+/// Core and common built-in types at the versions current Kubernetes serves, for managed
+/// resources declared without `kind`/`version` (a `--crd` or the Katalog's own version wins).
 const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
     // group, plural, version, kind, namespaced
     ("", "configmaps", "v1", "ConfigMap", true),
@@ -27,12 +28,12 @@ const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
     ("apps", "statefulsets", "v1", "StatefulSet", true),
     ("apps", "daemonsets", "v1", "DaemonSet", true),
     ("batch", "jobs", "v1", "Job", true),
-    ("batch", "cronjobs", "v1beta1", "CronJob", true),
+    ("batch", "cronjobs", "v1", "CronJob", true),
     ("networking.k8s.io", "ingresses", "v1", "Ingress", true),
     (
         "policy",
         "poddisruptionbudgets",
-        "v1beta1",
+        "v1",
         "PodDisruptionBudget",
         true,
     ),

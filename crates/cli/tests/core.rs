@@ -1,0 +1,256 @@
+//! The core's promises against the local cluster: fields the service drops are removed, a bad
+//! answer fails its own CR only and frees its worker, a cluster-scoped CR's namespaced children
+//! go with it.
+
+mod common;
+
+use common::*;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use ork_test_support::fake_service::{FakeService, Reply};
+use ork_test_support::{
+    TestNamespace, apply_yaml, client, resolve, wait_crd_established, wait_for,
+};
+use serde_json::{Value, json};
+
+/// The example Katalog with ConfigMaps as the managed type (`extra` under the managed resource).
+fn configmap_katalog(ns: &str, url: &str, workers: u32, extra: &str) -> String {
+    format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: test}}
+spec:
+  crds:
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          default: false
+          workers: {workers}
+          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
+          remote:
+            endpoint: "{url}"
+            timeout: 2s
+            managedResources:
+              - {{group: "", version: v1, plural: configmaps{extra}}}
+"#
+    )
+}
+
+fn config_map(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+fn answer(resources: Value) -> Reply {
+    Reply::ok(json!({"result": "ok", "status": {"phase": "Ready"}, "resources": resources}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_map_key_the_service_stops_sending_is_removed_from_the_live_object() -> Result<()>
+{
+    let svc = FakeService::start(|req| {
+        let data = if req["object"]["spec"]["image"] == "v2" {
+            json!({"a": "1"})
+        } else {
+            json!({"a": "1", "b": "2"})
+        };
+        answer(json!([config_map("settings", data)]))
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (client, _ork) = start_katalog(&ns, &configmap_katalog(&ns.name, &svc.url, 2, "")).await?;
+    create_webapp(&client, &ns.name, "web", "v1").await?;
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
+    wait_for("the ConfigMap with keys a and b", WAIT, || async {
+        let data = maps.get("settings").await.ok()?.data?;
+        (data.len() == 2).then_some(())
+    })
+    .await?;
+
+    let api = webapps(&client, &ns.name).await?;
+    let patch = json!({"spec": {"image": "v2"}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let data = wait_for("key b removed", WAIT, || async {
+        let data = maps.get("settings").await.ok()?.data?;
+        (!data.contains_key("b")).then_some(data)
+    })
+    .await?;
+    assert_eq!(data.get("a").map(String::as_str), Some("1"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker() -> Result<()> {
+    let svc = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        if name == "bad" {
+            answer(json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "bad", "labels": "x"}}]))
+        } else {
+            answer(json!([config_map(name, json!({"k": "v"}))]))
+        }
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    // One worker: a leaked worker would stop the entry.
+    let (client, ork) = start_katalog(&ns, &configmap_katalog(&ns.name, &svc.url, 1, "")).await?;
+    create_webapp(&client, &ns.name, "bad", "x").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let (_, message) = wait_ready(&api, "bad", "False").await?;
+    assert!(message.contains("labels"), "{message}");
+    for name in ["good-1", "good-2", "good-3"] {
+        create_webapp(&client, &ns.name, name, "x").await?;
+    }
+    for name in ["good-1", "good-2", "good-3"] {
+        wait_ready(&api, name, "True").await?;
+    }
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
+    assert!(
+        maps.get_opt("bad").await?.is_none(),
+        "nothing of the bad answer applied"
+    );
+    let busy = wait_for("no worker busy", WAIT, || async {
+        let text = reqwest_metrics(ork.http).await?;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("ork_workers_busy{") && l.contains("webapp"))?
+            .to_string();
+        line.ends_with(" 0").then_some(line)
+    })
+    .await?;
+    assert!(busy.ends_with(" 0"));
+    assert!(!ork.log().contains("panicked"), "no panic in the log");
+    Ok(())
+}
+
+/// `/metrics` of an ork process.
+async fn reqwest_metrics(addr: std::net::SocketAddr) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: ork\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.ok()?;
+    Some(body)
+}
+
+const TENANT_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: tenants.demo.ork.dev}
+spec:
+  group: demo.ork.dev
+  scope: Cluster
+  names: {plural: tenants, singular: tenant, kind: Tenant}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_scoped_cr_s_namespaced_children_are_deleted_with_it() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    apply_yaml(&client, TENANT_CRD, &ns.name).await?;
+    wait_crd_established(&client, "tenants.demo.ork.dev").await?;
+    let target = ns.name.clone();
+    let svc = FakeService::start(move |req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let mut cm = config_map(&format!("{name}-quota"), json!({"cpu": "4"}));
+        cm["metadata"]["namespace"] = json!(target);
+        answer(json!([cm]))
+    })
+    .await?;
+    let katalog = format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: test}}
+spec:
+  crds:
+    tenant:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: Tenant, plural: tenants}}
+      namespaced: false
+      labelSelector: {{test: "{ns}"}}
+      operatorBox:
+        reconcile:
+          default: false
+          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
+          remote:
+            endpoint: "{url}"
+            timeout: 2s
+            managedResources:
+              - {{group: "", version: v1, plural: configmaps, namespaces: ["{ns}"]}}
+"#,
+        ns = ns.name,
+        url = svc.url
+    );
+    let dir = std::env::temp_dir().join(format!("ork-core-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("katalog.yaml"), katalog)?;
+    let _ork = spawn_ork(&dir.join("katalog.yaml"), &dir.join("ork.log"), &[], &[])?;
+
+    let name = format!("t-{}", ns.name);
+    let (ar, _) = resolve(
+        &client,
+        &GroupVersionKind::gvk("demo.ork.dev", "v1", "Tenant"),
+    )
+    .await?;
+    let tenants: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let tenant = json!({"apiVersion": "demo.ork.dev/v1", "kind": "Tenant",
+        "metadata": {"name": name, "labels": {"test": ns.name}}, "spec": {}});
+    tenants
+        .create(&Default::default(), &serde_json::from_value(tenant)?)
+        .await?;
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
+    let quota = format!("{name}-quota");
+    let cm = wait_for("the tenant's ConfigMap", WAIT, || async {
+        maps.get_opt(&quota).await.ok().flatten()
+    })
+    .await?;
+    let uid = tenants.get(&name).await?.metadata.uid.unwrap_or_default();
+    assert_eq!(
+        cm.metadata.labels.unwrap_or_default()["orkestra.orkspace.io/owner-uid"],
+        uid
+    );
+    let finalizers = tenants
+        .get(&name)
+        .await?
+        .metadata
+        .finalizers
+        .unwrap_or_default();
+    assert!(
+        finalizers.contains(&"orkestra.orkspace.io/remote-finalizer".to_string()),
+        "{finalizers:?}"
+    );
+
+    tenants.delete(&name, &DeleteParams::default()).await?;
+    wait_for(
+        "the ConfigMap deleted and the tenant gone",
+        WAIT,
+        || async {
+            let cm_gone = matches!(maps.get_opt(&quota).await, Ok(None));
+            let cr_gone = matches!(tenants.get_opt(&name).await, Ok(None));
+            (cm_gone && cr_gone).then_some(())
+        },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(())
+}
