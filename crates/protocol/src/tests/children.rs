@@ -1,0 +1,372 @@
+//! Full-form children: declared types and served versions, namespaces, the CR itself,
+//! metadata, names, duplicates, `forceConflict`.
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn full_and_intent_children_are_accepted() {
+    let d = decide_json(json!({
+        "result": "ok",
+        "status": {"phase": "Ready"},
+        "resources": [
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "hello", "uid": "x", "ownerReferences": [], "resourceVersion": "1"},
+             "spec": {}, "status": {"replicas": 3}},
+            {"type": "service", "fields": {"name": "hello", "port": 80}}
+        ]
+    }))
+    .expect("valid");
+    let children = d.resources.expect("resources");
+    assert_eq!(children.len(), 2);
+    assert_eq!(children[0].namespace.as_deref(), Some("team"));
+    assert_eq!(children[0].object["metadata"]["namespace"], "team");
+    let meta = &children[0].object["metadata"];
+    assert!(meta.get("uid").is_none() && meta.get("ownerReferences").is_none());
+    assert!(meta.get("resourceVersion").is_none());
+    assert!(children[0].object.get("status").is_none());
+    assert_eq!(children[1].managed.kind, "Service");
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+}
+
+#[test]
+fn undeclared_type_rejects_whole_response() {
+    let e = decide_json(json!({"resources": [
+        {"type": "service", "fields": {"name": "fine", "port": 80}},
+        {"type": "configmap", "fields": {"name": "ok", "data": {}}},
+    ]}))
+    .expect_err("ConfigMap not declared");
+    assert!(matches!(e, ResponseError::Resource { index: 1, .. }));
+    assert!(
+        e.to_string().contains("ConfigMap (core) is not declared"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_undeclared_child_in_orks_own_namespace_is_refused_even_when_the_cr_lives_there() {
+    let mut p = policy();
+    p.ork_namespace = "team".into();
+    for resources in [
+        json!([{"type": "service", "fields": {"name": "s", "port": 80}}]),
+        json!([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}]),
+        json!([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "team"}}]),
+    ] {
+        let e = decide_with(&p, json!({ "resources": resources }))
+            .expect_err("ork's namespace")
+            .to_string();
+        assert!(
+            e.contains("Service s is in ork's own namespace \"team\"")
+                && e.contains("`namespaces: [team]`"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn orks_own_namespace_is_allowed_when_the_managed_resource_declares_it() {
+    let mut p = policy();
+    p.ork_namespace = "team".into();
+    for m in &mut p.managed {
+        if m.kind == "Service" {
+            m.namespaces = vec!["team".into()];
+        }
+    }
+    let d = decide_with(
+        &p,
+        json!({"resources": [{"type": "service", "fields": {"name": "s", "port": 80}}]}),
+    )
+    .expect("declared");
+    assert_eq!(
+        d.resources.expect("children")[0].namespace.as_deref(),
+        Some("team")
+    );
+}
+
+#[test]
+fn a_child_in_orks_namespace_is_refused_when_the_cr_lives_elsewhere() {
+    let mut p = policy();
+    for m in &mut p.managed {
+        if m.kind == "Service" {
+            m.namespaces = vec!["other".into()];
+        }
+    }
+    let e = decide_with(
+        &p,
+        json!({"resources": [{"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "namespace": "ork-system"}}]}),
+    )
+    .expect_err("ork's namespace")
+    .to_string();
+    assert!(e.contains("in ork's own namespace \"ork-system\""), "{e}");
+    let d = decide_with(
+        &p,
+        json!({"resources": [{"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "namespace": "other"}}]}),
+    )
+    .expect("declared namespace");
+    assert_eq!(
+        d.resources.expect("children")[0].namespace.as_deref(),
+        Some("other")
+    );
+}
+
+#[test]
+fn other_namespaces_and_cluster_scope_need_a_declaration() {
+    let e = refusal(json!({"resources": [{"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "namespace": "kube-system"}}]}));
+    assert!(e.contains("namespace \"kube-system\""), "{e}");
+    let e = refusal(
+        json!({"resources": [{"apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole", "metadata": {"name": "r"}}]}),
+    );
+    assert!(e.contains("clusterScoped: true"), "{e}");
+    let mut p = policy();
+    for m in &mut p.managed {
+        m.cluster_scoped = m.kind == "ClusterRole";
+    }
+    let d = decide_with(
+        &p,
+        json!({"resources": [{"apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole", "metadata": {"name": "r", "namespace": "team"}}]}),
+    )
+    .expect("declared cluster-scoped");
+    let child = &d.resources.expect("children")[0];
+    assert_eq!(child.namespace, None);
+    assert!(child.object["metadata"].get("namespace").is_none());
+}
+
+#[test]
+fn the_cr_itself_is_recognised_by_group_kind_namespace_and_name_whatever_the_version() {
+    for metadata in [
+        json!({"name": "hello"}),
+        json!({"name": "hello", "namespace": "team"}),
+        json!({"name": "hello", "namespace": ""}),
+    ] {
+        for api_version in ["demo.ork.dev/v1", "demo.ork.dev/v1beta1", "demo.ork.dev/v2"] {
+            let e = refusal(json!({"resources": [
+                {"apiVersion": api_version, "kind": "WebApp", "metadata": metadata}]}));
+            assert!(
+                e.contains("names the CR itself"),
+                "{api_version} {metadata}: {e}"
+            );
+        }
+    }
+    // Another WebApp, or the same name in another namespace, is a child like any other.
+    assert!(
+        decide_json(json!({"resources": [
+            {"apiVersion": "demo.ork.dev/v1", "kind": "WebApp", "metadata": {"name": "other"}}]}))
+        .is_ok()
+    );
+    let e = refusal(
+        json!({"resources": [{"apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+        "metadata": {"name": "hello", "namespace": "elsewhere"}}]}),
+    );
+    assert!(e.contains("namespace \"elsewhere\""), "{e}");
+}
+
+#[test]
+fn the_cr_itself_is_refused_even_when_its_type_is_not_declared() {
+    let mut p = policy();
+    p.managed.retain(|m| m.kind != "WebApp");
+    let e = decide_with(
+        &p,
+        json!({"resources": [{"apiVersion": "demo.ork.dev/v1beta1", "kind": "WebApp",
+            "metadata": {"name": "hello"}}]}),
+    )
+    .expect_err("itself")
+    .to_string();
+    assert!(e.contains("names the CR itself"), "{e}");
+}
+
+#[test]
+fn a_cluster_scoped_cr_is_itself_in_any_namespace() {
+    let mut p = policy();
+    p.owner.namespace = None;
+    let e = decide_with(
+        &p,
+        json!({"resources": [{"apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+            "metadata": {"name": "hello", "namespace": "anywhere"}}]}),
+    )
+    .expect_err("itself")
+    .to_string();
+    assert!(e.contains("names the CR itself"), "{e}");
+}
+
+#[test]
+fn malformed_api_versions_are_refused() {
+    for (api_version, why) in [
+        ("demo.ork.dev/", "the version is missing"),
+        ("apps/", "the version is missing"),
+        ("/v1", "without a slash"),
+        ("apps/v1/x", "expected group/version"),
+        ("Apps/v1", "DNS subdomain"),
+    ] {
+        let e = refusal(json!({"resources": [
+            {"apiVersion": api_version, "kind": "Deployment", "metadata": {"name": "d"}}]}));
+        assert!(
+            e.contains("is malformed") && e.contains(why),
+            "{api_version}: {e}"
+        );
+    }
+}
+
+#[test]
+fn a_version_the_api_server_does_not_serve_is_refused() {
+    let e = refusal(json!({"resources": [
+        {"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "d"}}]}));
+    assert!(
+        e.contains(
+            "Deployment apps/v1beta1: the API server serves apps/deployments in v1, not v1beta1"
+        ),
+        "{e}"
+    );
+    let e = refusal(json!({"resources": [{"type": "custom", "fields": {
+        "apiVersion": "apps/v2", "kind": "Deployment", "name": "d"}}]}));
+    assert!(e.contains("not v2"), "{e}");
+}
+
+#[test]
+fn a_served_older_version_is_accepted_and_kept() {
+    let d = decide_json(
+        json!({"resources": [{"apiVersion": "batch/v1beta1", "kind": "CronJob",
+        "metadata": {"name": "c"}, "spec": {}}]}),
+    )
+    .expect("v1beta1 is served");
+    let child = &d.resources.expect("children")[0];
+    assert_eq!(child.managed.version, "v1beta1");
+    assert_eq!(child.object["apiVersion"], "batch/v1beta1");
+}
+
+#[test]
+fn labels_and_annotations_must_be_maps_of_strings() {
+    let child = |metadata: Value| {
+        refusal(
+            json!({"resources": [{"apiVersion": "v1", "kind": "Service", "metadata": metadata}]}),
+        )
+    };
+    let e = child(json!({"name": "s", "labels": "x"}));
+    assert!(
+        e.contains("metadata.labels must be a map of strings, got \"x\""),
+        "{e}"
+    );
+    let e = child(json!({"name": "s", "labels": {"app": 1}}));
+    assert!(
+        e.contains("metadata.labels.\"app\" must be a string, got 1"),
+        "{e}"
+    );
+    let e = child(json!({"name": "s", "annotations": ["a"]}));
+    assert!(
+        e.contains("metadata.annotations must be a map of strings"),
+        "{e}"
+    );
+    let e = child(json!({"name": "s", "labels": {"bad key": "v"}}));
+    assert!(e.contains("key \"bad key\""), "{e}");
+    let e = child(json!({"name": "s", "labels": {"app": "not ok"}}));
+    assert!(e.contains("value \"not ok\""), "{e}");
+    let e = child(json!({"name": "s", "annotations": {"a": "x".repeat(300 * 1024)}}));
+    assert!(e.contains("more than Kubernetes' limit"), "{e}");
+    // Annotation values are free text; null maps are no maps.
+    let d = decide_json(json!({"resources": [{"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "s", "labels": null, "annotations": {"note": "any text: ok"}}}]}))
+    .expect("valid");
+    assert!(
+        d.resources.expect("children")[0].object["metadata"]
+            .get("labels")
+            .is_none()
+    );
+}
+
+#[test]
+fn metadata_must_be_an_object_with_a_valid_name() {
+    let e =
+        refusal(json!({"resources": [{"apiVersion": "v1", "kind": "Service", "metadata": "s"}]}));
+    assert!(e.contains("metadata must be an object, got \"s\""), "{e}");
+    let e =
+        refusal(json!({"resources": [{"apiVersion": "v1", "kind": "Service", "metadata": {}}]}));
+    assert!(e.contains("metadata.name is required"), "{e}");
+    let e = refusal(
+        json!({"resources": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": 5}}]}),
+    );
+    assert!(e.contains("metadata.name must be a string"), "{e}");
+    let e = refusal(
+        json!({"resources": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "Web"}}]}),
+    );
+    assert!(
+        e.contains("metadata.name \"Web\" is not a valid Kubernetes name"),
+        "{e}"
+    );
+    let e = refusal(
+        json!({"resources": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a.b"}}]}),
+    );
+    assert!(e.contains("not a valid Service name"), "{e}");
+    let e = refusal(json!({"resources": [{"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "s", "namespace": 3}}]}));
+    assert!(e.contains("metadata.namespace must be a string"), "{e}");
+    let e = refusal(
+        json!({"resources": [{"apiVersion": "v1", "kind": "Ser vice", "metadata": {"name": "s"}}]}),
+    );
+    assert!(e.contains("kind \"Ser vice\" must be a type name"), "{e}");
+    let e = refusal(json!({"resources": ["a Service"]}));
+    assert!(e.contains("resources[0]: expected an object"), "{e}");
+    let e = refusal(json!({"resources": [{"kind": "Service"}]}));
+    assert!(
+        e.contains("expected 'apiVersion' (full form) or 'type'+'fields'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn duplicates_are_refused() {
+    let e = refusal(json!({"resources": [
+        {"type": "service", "fields": {"name": "a", "port": 1}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a", "namespace": "team"}}]}));
+    assert!(e.contains("resources[1]: Service a is listed twice"), "{e}");
+}
+
+#[test]
+fn absent_and_empty_resources_differ() {
+    assert!(decide_json(json!({})).expect("ok").resources.is_none());
+    assert!(
+        decide_json(json!({"resources": null}))
+            .expect("ok")
+            .resources
+            .is_none()
+    );
+    assert_eq!(
+        decide_json(json!({"resources": []})).expect("ok").resources,
+        Some(vec![])
+    );
+}
+
+#[test]
+fn a_resources_own_force_conflict_is_honoured() {
+    let d = decide_json(json!({"resources": [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}, "forceConflict": false},
+        {"type": "service", "fields": {"name": "b", "port": 80, "forceConflict": false}},
+        {"type": "service", "forceConflict": true, "fields": {"name": "c", "port": 80}},
+        {"type": "service", "fields": {"name": "d", "port": 80}}
+    ]}))
+    .expect("valid");
+    let children = d.resources.expect("children");
+    let force: Vec<Option<bool>> = children.iter().map(|c| c.force_conflict).collect();
+    assert_eq!(force, [Some(false), Some(false), Some(true), None]);
+    for child in &children {
+        assert!(
+            child.object.get("forceConflict").is_none(),
+            "never sent to Kubernetes"
+        );
+    }
+    let e = refusal(json!({"resources": [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}, "forceConflict": "no"}]}));
+    assert!(e.contains("forceConflict must be true or false"), "{e}");
+    let e = refusal(
+        json!({"resources": [{"type": "service", "forceConflict": true,
+        "fields": {"name": "b", "port": 80, "forceConflict": false}}]}),
+    );
+    assert!(
+        e.contains("forceConflict is true next to 'fields' but false inside them"),
+        "{e}"
+    );
+}
