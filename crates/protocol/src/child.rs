@@ -252,6 +252,12 @@ fn check_object(
             problems.push(format!(
                 "{kind} {name} is in ork's own namespace \"{ns}\", which children may only use when managedResources declares `namespaces: [{ns}]` (even when the CR lives there)"
             ));
+        } else if owner.namespace.is_none() && !declared {
+            // Garbage collection cannot follow a cluster-scoped owner into a namespace it was
+            // not told about, and "default" is nobody's choice: say where, explicitly.
+            problems.push(format!(
+                "{kind} {name}: the CR is cluster-scoped, so a namespaced child needs metadata.namespace set to a namespace that managedResources declares in `namespaces:` (got \"{ns}\")"
+            ));
         } else if ns != owner_ns && !declared {
             problems.push(format!(
                 "{kind} {name} is in namespace \"{ns}\"; children live in the CR's namespace \"{owner_ns}\" unless managedResources declares `namespaces: [{ns}]`"

@@ -370,3 +370,25 @@ fn a_resources_own_force_conflict_is_honoured() {
         "{e}"
     );
 }
+
+#[test]
+fn a_cluster_scoped_cr_s_namespaced_children_need_a_declared_namespace() {
+    let mut p = policy();
+    p.owner.namespace = None;
+    let cm = |ns: Option<&str>| {
+        let mut d =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}});
+        if let Some(ns) = ns {
+            d["metadata"]["namespace"] = json!(ns);
+        }
+        json!({"resources": [d]})
+    };
+    for ns in [None, Some("default"), Some("team-a")] {
+        let e = decide_with(&p, cm(ns)).expect_err("undeclared").to_string();
+        assert!(e.contains("the CR is cluster-scoped"), "{ns:?}: {e}");
+    }
+    p.managed[0].namespaces = vec!["team-a".into()];
+    let d = decide_with(&p, cm(Some("team-a"))).expect("declared");
+    let children = d.resources.expect("resources");
+    assert_eq!(children[0].namespace.as_deref(), Some("team-a"));
+}
