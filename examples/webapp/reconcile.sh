@@ -26,7 +26,7 @@ if command -v jq >/dev/null 2>&1; then
                       port: $port, env: {ENVIRONMENT: $env}}},
             {apiVersion: "v1", kind: "Service",
              metadata: {name: $name, labels: {app: $name}},
-             spec: {selector: {app: $name},
+             spec: {selector: {"orkestra-owner": $name},
                     ports: [{name: "http", port: $port, targetPort: $port, protocol: "TCP"}]}}
           ],
           events: [{type: "Normal", reason: "Planned", message: "\($name): deployment + service"}] }
@@ -57,6 +57,6 @@ cat <<JSON
  "resources":[
   {"type":"deployment","fields":{"name":"$name","image":"$image","replicas":$replicas,"port":$port,"env":{"ENVIRONMENT":"$environment"}}},
   {"apiVersion":"v1","kind":"Service","metadata":{"name":"$name","labels":{"app":"$name"}},
-   "spec":{"selector":{"app":"$name"},"ports":[{"name":"http","port":$port,"targetPort":$port,"protocol":"TCP"}]}}],
+   "spec":{"selector":{"orkestra-owner":"$name"},"ports":[{"name":"http","port":$port,"targetPort":$port,"protocol":"TCP"}]}}],
  "events":[{"type":"Normal","reason":"Planned","message":"$name: deployment + service"}]}
 JSON

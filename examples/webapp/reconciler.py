@@ -40,7 +40,7 @@ def reconcile(request):
                 "kind": "Service",
                 "metadata": {"name": name, "labels": {"app": name}},
                 "spec": {
-                    "selector": {"app": name},
+                    "selector": {"orkestra-owner": name},
                     "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}],
                 },
             },

@@ -156,10 +156,12 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> Result
     let path = dir.join("katalog.yaml");
     std::fs::write(&path, katalog(&ns.name, &http(&svc.url), ""))?;
     let args = ["--leader-elect", "--lease-duration=4s"];
-    let env = [("ORK_NAMESPACE", ns.name.as_str())];
+    // ork's own namespace holds the Lease; children never go there.
+    let home = TestNamespace::create(&client).await?;
+    let env = [("ORK_NAMESPACE", home.name.as_str())];
     let first = spawn_ork(&path, &dir.join("a.log"), &args, &env)?;
     let second = spawn_ork(&path, &dir.join("b.log"), &args, &env)?;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns.name);
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &home.name);
     wait_for("a leader", WAIT, || async { holder(&leases).await }).await?;
     // Both are ready (caches warm) whichever leads.
     for ork in [&first, &second] {
@@ -240,14 +242,15 @@ async fn sigterm_finishes_in_flight_work_releases_the_lease_and_exits_zero() -> 
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("katalog.yaml");
     std::fs::write(&path, katalog(&ns.name, &http(&svc.url), ""))?;
-    let env = [("ORK_NAMESPACE", ns.name.as_str())];
+    let home = TestNamespace::create(&client).await?;
+    let env = [("ORK_NAMESPACE", home.name.as_str())];
     let mut ork = spawn_ork(
         &path,
         &dir.join("ork.log"),
         &["--leader-elect", "--lease-duration=4s"],
         &env,
     )?;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns.name);
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &home.name);
     wait_for("the lease", WAIT, || async { holder(&leases).await }).await?;
 
     create_webapp(&client, &ns.name, "web", "nginx:1").await?;
@@ -317,14 +320,20 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
     let path = dir.join("katalog.yaml");
     std::fs::write(&path, katalog(&ns.name, &http(&svc.url), ""))?;
     let name = format!("ork-{}", ns.name);
-    apply_yaml(&admin, &generate_rbac(&path, &ns.name, &name)?, &ns.name).await?;
+    let home = TestNamespace::create(&admin).await?;
+    apply_yaml(
+        &admin,
+        &generate_rbac(&path, &home.name, &name)?,
+        &home.name,
+    )
+    .await?;
     let roles: Api<ClusterRole> = Api::all(admin.clone());
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
 
     let result = async {
         // The controller manager gives the ServiceAccount a token Secret.
-        let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &ns.name);
-        let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns.name);
+        let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &home.name);
+        let secrets: Api<Secret> = Api::namespaced(admin.clone(), &home.name);
         let token = wait_for("the ServiceAccount token", WAIT, || async {
             let sa = accounts.get(&name).await.ok()?;
             let secret_name = sa.secrets?.first()?.name.clone()?;
@@ -336,7 +345,7 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
         let kubeconfig = dir.join("kubeconfig");
         kubeconfig_with_token(&token, &kubeconfig)?;
         let kubeconfig_arg = format!("--kubeconfig={}", kubeconfig.display());
-        let env = [("ORK_NAMESPACE", ns.name.as_str())];
+        let env = [("ORK_NAMESPACE", home.name.as_str())];
 
         // With exactly the generated RBAC: reconciles, and nothing is forbidden.
         let ork = spawn_ork(

@@ -13,6 +13,23 @@ use kube::{Api, Client};
 use ork_katalog::{Auth, Tls};
 use ork_remote::{Credential, HttpTransport, TlsSettings};
 
+/// Why a credential or TLS material cannot be used now. Never carries a secret value.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuthError {
+    #[error("auth.env: environment variable {0} is unset or empty")]
+    EnvUnset(String),
+    /// The material exists but cannot be used (a header name, PEM that does not load).
+    #[error("{0}")]
+    Unusable(String),
+    /// A Secret not read yet, missing, or without the key.
+    #[error("{0}")]
+    NotReady(String),
+    #[error("{0} cannot be read without a cluster; {1}")]
+    Offline(&'static str, &'static str),
+    #[error("{0} state poisoned")]
+    Poisoned(&'static str),
+}
+
 /// A Secret's data, or `None` while it is missing.
 type SecretData = Option<BTreeMap<String, ByteString>>;
 
@@ -50,7 +67,7 @@ pub enum CredentialSource {
     None,
     Fixed(Credential),
     /// Updated by a watch on the Secret; `Err` holds why it is unusable (never the value).
-    Secret(Arc<RwLock<Result<Credential, String>>>),
+    Secret(Arc<RwLock<Result<Credential, AuthError>>>),
 }
 
 impl CredentialSource {
@@ -62,17 +79,16 @@ impl CredentialSource {
         client: &Client,
         auth: Option<&Auth>,
         ork_namespace: &str,
-    ) -> Result<CredentialSource, String> {
+    ) -> Result<CredentialSource, AuthError> {
         let Some(auth) = auth else {
             return Ok(CredentialSource::None);
         };
         if let Some(var) = &auth.env {
             let value = std::env::var(var).ok().filter(|v| !v.is_empty());
-            let value = value
-                .ok_or_else(|| format!("auth.env: environment variable {var} is unset or empty"))?;
+            let value = value.ok_or_else(|| AuthError::EnvUnset(var.clone()))?;
             return Credential::new(&auth.header, &value)
                 .map(CredentialSource::Fixed)
-                .map_err(|e| e.to_string());
+                .map_err(|e| AuthError::Unusable(e.to_string()));
         }
         let Some(secret_ref) = auth.secret_ref.clone() else {
             return Ok(CredentialSource::None);
@@ -81,10 +97,10 @@ impl CredentialSource {
             .namespace
             .clone()
             .unwrap_or_else(|| ork_namespace.to_string());
-        let slot = Arc::new(RwLock::new(Err(format!(
+        let slot = Arc::new(RwLock::new(Err(AuthError::NotReady(format!(
             "Secret {ns}/{} not read yet",
             secret_ref.name
-        ))));
+        )))));
         let header = auth.header.clone();
         let writer = slot.clone();
         let (name, key, secret_ns) = (secret_ref.name.clone(), secret_ref.key.clone(), ns.clone());
@@ -94,8 +110,12 @@ impl CredentialSource {
                 .and_then(|d| d.get(&key))
                 .map(|b| String::from_utf8_lossy(&b.0).into_owned());
             let next = match value {
-                Some(v) if !v.is_empty() => Credential::new(&header, &v).map_err(|e| e.to_string()),
-                _ => Err(format!("Secret {ns}/{name} has no key {key}")),
+                Some(v) if !v.is_empty() => {
+                    Credential::new(&header, &v).map_err(|e| AuthError::Unusable(e.to_string()))
+                }
+                _ => Err(AuthError::NotReady(format!(
+                    "Secret {ns}/{name} has no key {key}"
+                ))),
             };
             if let Ok(mut w) = writer.write() {
                 *w = next;
@@ -109,17 +129,20 @@ impl CredentialSource {
     ///
     /// # Errors
     /// `auth.secretRef`, or an unset `auth.env` variable.
-    pub fn offline(auth: Option<&Auth>) -> Result<CredentialSource, String> {
+    pub fn offline(auth: Option<&Auth>) -> Result<CredentialSource, AuthError> {
         match auth {
             None => Ok(CredentialSource::None),
-            Some(a) if a.secret_ref.is_some() => Err(
-                "auth.secretRef cannot be read without a cluster; for simulate, put the token in an environment variable and use auth.env".into(),
-            ),
+            Some(a) if a.secret_ref.is_some() => Err(AuthError::Offline(
+                "auth.secretRef",
+                "for simulate, put the token in an environment variable and use auth.env",
+            )),
             Some(a) => {
                 let var = a.env.clone().unwrap_or_default();
                 let value = std::env::var(&var).ok().filter(|v| !v.is_empty());
-                let value = value.ok_or_else(|| format!("auth.env: environment variable {var} is unset or empty"))?;
-                Credential::new(&a.header, &value).map(CredentialSource::Fixed).map_err(|e| e.to_string())
+                let value = value.ok_or_else(|| AuthError::EnvUnset(var.clone()))?;
+                Credential::new(&a.header, &value)
+                    .map(CredentialSource::Fixed)
+                    .map_err(|e| AuthError::Unusable(e.to_string()))
             }
         }
     }
@@ -128,13 +151,13 @@ impl CredentialSource {
     ///
     /// # Errors
     /// The Secret is missing, lacks the key, or was not read yet.
-    pub fn current(&self) -> Result<Option<Credential>, String> {
+    pub fn current(&self) -> Result<Option<Credential>, AuthError> {
         match self {
             CredentialSource::None => Ok(None),
             CredentialSource::Fixed(c) => Ok(Some(c.clone())),
             CredentialSource::Secret(slot) => match slot.read() {
                 Ok(guard) => guard.clone().map(Some),
-                Err(_) => Err("credential store poisoned".into()),
+                Err(_) => Err(AuthError::Poisoned("credential")),
             },
         }
     }
@@ -145,7 +168,7 @@ impl CredentialSource {
 #[derive(Clone, Debug)]
 pub enum TransportSource {
     Fixed(HttpTransport),
-    Watched(Arc<RwLock<Result<HttpTransport, String>>>),
+    Watched(Arc<RwLock<Result<HttpTransport, AuthError>>>),
 }
 
 /// The TLS material read so far; a client is built once everything needed is there.
@@ -166,14 +189,16 @@ impl TransportSource {
         shared: &HttpTransport,
         tls: Option<&Tls>,
         ork_namespace: &str,
-    ) -> Result<TransportSource, String> {
+    ) -> Result<TransportSource, AuthError> {
         let Some(tls) = tls else {
             return Ok(TransportSource::Fixed(shared.clone()));
         };
         if tls.ca_secret_ref.is_none() && tls.client_cert_secret_ref.is_none() {
             return TransportSource::offline(shared, Some(tls));
         }
-        let slot = Arc::new(RwLock::new(Err("TLS Secrets not read yet".to_string())));
+        let slot = Arc::new(RwLock::new(Err(AuthError::NotReady(
+            "TLS Secrets not read yet".to_string(),
+        ))));
         let parts = Arc::new(Mutex::new(TlsParts {
             ca: tls.ca_bundle.clone().map(String::into_bytes),
             ..TlsParts::default()
@@ -183,12 +208,12 @@ impl TransportSource {
             move || {
                 let Ok(p) = parts.lock() else { return };
                 let next = match p.missing.values().next() {
-                    Some(why) => Err(why.clone()),
+                    Some(why) => Err(AuthError::NotReady(why.clone())),
                     None => HttpTransport::with_tls(&TlsSettings {
                         ca_pem: p.ca.clone(),
                         client_cert_pem: p.client.clone(),
                     })
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| AuthError::Unusable(e.to_string())),
                 };
                 if let Ok(mut w) = slot.write() {
                     *w = next;
@@ -203,7 +228,7 @@ impl TransportSource {
             let what = format!("Secret {ns}/{} has no key {}", r.name, r.key);
             parts
                 .lock()
-                .map_err(|_| "TLS state poisoned")?
+                .map_err(|_| AuthError::Poisoned("TLS"))?
                 .missing
                 .insert("ca", format!("{what} (not read yet)"));
             let (parts, rebuild, key) = (parts.clone(), rebuild.clone(), r.key.clone());
@@ -230,7 +255,7 @@ impl TransportSource {
             let what = format!("Secret {ns}/{} needs tls.crt and tls.key", r.name);
             parts
                 .lock()
-                .map_err(|_| "TLS state poisoned")?
+                .map_err(|_| AuthError::Poisoned("TLS"))?
                 .missing
                 .insert("client", format!("{what} (not read yet)"));
             let (parts, rebuild) = (parts.clone(), rebuild.clone());
@@ -259,34 +284,37 @@ impl TransportSource {
     ///
     /// # Errors
     /// A TLS Secret, which cannot be read offline, or inline material that does not load.
-    pub fn offline(shared: &HttpTransport, tls: Option<&Tls>) -> Result<TransportSource, String> {
+    pub fn offline(
+        shared: &HttpTransport,
+        tls: Option<&Tls>,
+    ) -> Result<TransportSource, AuthError> {
         let Some(tls) = tls else {
             return Ok(TransportSource::Fixed(shared.clone()));
         };
         if tls.ca_secret_ref.is_some() || tls.client_cert_secret_ref.is_some() {
-            return Err(
-                "TLS Secrets cannot be read without a cluster; use tls.caBundle to simulate".into(),
-            );
+            return Err(AuthError::Offline(
+                "TLS Secrets",
+                "use tls.caBundle to simulate",
+            ));
         }
         HttpTransport::with_tls(&TlsSettings {
             ca_pem: tls.ca_bundle.clone().map(String::into_bytes),
             client_cert_pem: None,
         })
         .map(TransportSource::Fixed)
-        .map_err(|e| e.to_string())
+        .map_err(|e| AuthError::Unusable(e.to_string()))
     }
 
     /// The client to call with now.
     ///
     /// # Errors
     /// A TLS Secret that is missing or incomplete.
-    pub fn current(&self) -> Result<HttpTransport, String> {
+    pub fn current(&self) -> Result<HttpTransport, AuthError> {
         match self {
             TransportSource::Fixed(t) => Ok(t.clone()),
-            TransportSource::Watched(slot) => slot
-                .read()
-                .map_err(|_| "TLS state poisoned".to_string())?
-                .clone(),
+            TransportSource::Watched(slot) => {
+                slot.read().map_err(|_| AuthError::Poisoned("TLS"))?.clone()
+            }
         }
     }
 }

@@ -22,13 +22,21 @@ pub struct ChildType {
     pub resource: ApiResource,
 }
 
+/// A type found through discovery: the resource at the chosen version, its scope, and every
+/// version the API server serves it in.
+struct Found {
+    resource: ApiResource,
+    namespaced: bool,
+    served: Vec<String>,
+}
+
 /// Finds `group`/`plural` (at `version` if given, else the preferred version).
 async fn find(
     client: &Client,
     group: &str,
     version: Option<&str>,
     plural: &str,
-) -> Result<Option<(ApiResource, bool)>, DiscoveryError> {
+) -> Result<Option<Found>, DiscoveryError> {
     let discovery = Discovery::new(client.clone())
         .filter(&[group])
         .run()
@@ -37,18 +45,29 @@ async fn find(
         if g.name() != group {
             continue;
         }
-        let versions: Vec<String> = match version {
+        let served: Vec<String> = g
+            .versions()
+            .filter(|v| {
+                g.versioned_resources(v)
+                    .iter()
+                    .any(|(ar, _)| ar.plural == plural)
+            })
+            .map(str::to_string)
+            .collect();
+        let candidates: Vec<String> = match version {
             Some(v) => vec![v.to_string()],
-            None => {
-                let mut vs = vec![g.preferred_version_or_latest().to_string()];
-                vs.extend(g.versions().map(str::to_string));
-                vs
-            }
+            None => std::iter::once(g.preferred_version_or_latest().to_string())
+                .chain(served.iter().cloned())
+                .collect(),
         };
-        for v in versions {
+        for v in candidates {
             for (ar, caps) in g.versioned_resources(&v) {
                 if ar.plural == plural {
-                    return Ok(Some((ar, caps.scope == Scope::Namespaced)));
+                    return Ok(Some(Found {
+                        resource: ar,
+                        namespaced: caps.scope == Scope::Namespaced,
+                        served,
+                    }));
                 }
             }
         }
@@ -69,7 +88,7 @@ pub async fn wait_for_cr_type(
     let mut waited = 0u64;
     loop {
         if let Some(found) = find(client, &t.group, Some(&t.version), &t.plural).await? {
-            return Ok(found);
+            return Ok((found.resource, found.namespaced));
         }
         if waited.is_multiple_of(10) {
             tracing::info!(entry, group = %t.group, plural = %t.plural, "waiting for the CRD to be established");
@@ -89,7 +108,7 @@ pub async fn resolve_managed(
 ) -> Result<Vec<ChildType>, DiscoveryError> {
     let mut out = Vec::new();
     for m in managed {
-        let (ar, namespaced) = find(client, &m.group, m.version.as_deref(), &m.plural)
+        let found = find(client, &m.group, m.version.as_deref(), &m.plural)
             .await?
             .ok_or_else(|| DiscoveryError::NotServed {
                 group: if m.group.is_empty() {
@@ -99,15 +118,17 @@ pub async fn resolve_managed(
                 },
                 plural: m.plural.clone(),
             })?;
+        let ar = found.resource;
         out.push(ChildType {
             managed: ManagedType {
                 group: m.group.clone(),
                 version: ar.version.clone(),
                 kind: ar.kind.clone(),
                 plural: m.plural.clone(),
-                namespaced,
+                namespaced: found.namespaced,
                 namespaces: m.namespaces.clone(),
                 cluster_scoped: m.cluster_scoped,
+                served_versions: found.served,
             },
             resource: ar,
         });

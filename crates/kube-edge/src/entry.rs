@@ -26,9 +26,10 @@ pub enum EntryError {
     #[error(transparent)]
     Discovery(#[from] crate::discovery::DiscoveryError),
     #[error("credential: {0}")]
-    Credential(String),
+    Credential(crate::auth::AuthError),
     #[error("TLS: {0}")]
-    Tls(String),
+    Tls(crate::auth::AuthError),
+    /// `ork simulate`: a type that cannot be resolved without an API server.
     #[error("{0}")]
     Offline(String),
 }
@@ -142,11 +143,11 @@ impl EntryContext {
 
     /// What an answer for the CR `owner` must satisfy.
     pub fn policy(&self, owner: &Owner) -> Policy {
-        Policy {
-            owner: owner.reference.clone(),
-            managed: self.children.iter().map(|c| c.managed.clone()).collect(),
-            ork_namespace: self.ork_namespace.clone(),
-        }
+        Policy::new(
+            owner.reference.clone(),
+            self.children.iter().map(|c| c.managed.clone()).collect(),
+            self.ork_namespace.clone(),
+        )
     }
 }
 

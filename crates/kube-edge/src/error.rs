@@ -20,6 +20,9 @@ pub enum ReconcileError {
     /// The request could not be built (a template, `args`, `observe.cross`).
     #[error("{0}")]
     Request(String),
+    /// An `observe.cross` selector did not render.
+    #[error(transparent)]
+    Cross(#[from] crate::registry::CrossError),
     /// The call produced no answer: transport, timeout, non-200, too large, command failed.
     #[error("remote reconciler: {0}")]
     CallFailed(#[from] CallFailed),

@@ -13,6 +13,14 @@ use ork_engine::health::{Health, State};
 use ork_katalog::{CrdEntry, DependencyCondition};
 use serde_json::Value;
 
+/// An `observe.cross` selector that does not render for a CR.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("observe.cross {alias}: {message}")]
+pub struct CrossError {
+    pub alias: String,
+    pub message: String,
+}
+
 /// What one started entry shows the others.
 #[derive(Clone)]
 pub(crate) struct Published {
@@ -107,12 +115,18 @@ impl Registry {
     ///
     /// # Errors
     /// A selector template that fails to render.
-    pub fn cross(&self, entry: &CrdEntry, cr: &Value) -> Result<BTreeMap<String, Value>, String> {
+    pub fn cross(
+        &self,
+        entry: &CrdEntry,
+        cr: &Value,
+    ) -> Result<BTreeMap<String, Value>, CrossError> {
         let mut out = BTreeMap::new();
         for c in &entry.operator_box.observe.cross {
             let render = |t: &ork_katalog::Template| {
-                t.render(cr)
-                    .map_err(|e| format!("observe.cross {}: {e}", c.alias))
+                t.render(cr).map_err(|e| CrossError {
+                    alias: c.alias.clone(),
+                    message: e.to_string(),
+                })
             };
             let Some(other) = self.get(&c.crd) else {
                 out.insert(c.alias.clone(), Value::Null);
@@ -130,7 +144,7 @@ impl Registry {
                 .labels
                 .iter()
                 .map(|(k, t)| Ok((k.clone(), render(t)?)))
-                .collect::<Result<Vec<_>, String>>()?;
+                .collect::<Result<Vec<_>, CrossError>>()?;
             let value = match &c.selector.name {
                 Some(t) => {
                     let name = render(t)?;

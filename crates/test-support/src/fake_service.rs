@@ -237,7 +237,7 @@ pub fn webapp_answer(req: &Value) -> Reply {
         "resources": [
             {"type": "deployment", "fields": {"name": name, "image": image, "replicas": 1, "port": 80}},
             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-             "spec": {"selector": {"app": name}, "ports": [{"port": 80, "protocol": "TCP"}]}}
+             "spec": {"selector": {"orkestra-owner": name}, "ports": [{"port": 80, "protocol": "TCP"}]}}
         ]
     }))
 }

@@ -257,9 +257,14 @@ impl Controller {
     /// Reconciles `key` once: gather, reconcile (a panic is caught and recorded as this
     /// reconcile's failure), tell the index what was written, schedule what comes next.
     /// Returns how it ended, `None` when the CR is gone.
-    pub async fn run_one(&self, key: &str, reason: Reason) -> Option<Result<Success, String>> {
+    pub async fn run_one(
+        &self,
+        key: &str,
+        reason: Reason,
+    ) -> Option<Result<Success, ReconcileError>> {
         let Some(job) = self.job(key, reason, true) else {
-            self.finish(key, None);
+            self.schedule().done(key);
+            self.wake.notify_one();
             return None;
         };
         self.index().begin(key);
@@ -284,32 +289,25 @@ impl Controller {
                 }
             }
         };
-        let summary = done
-            .outcome
-            .as_ref()
-            .map(Clone::clone)
-            .map_err(|e| self.transport.redact(&e.to_string()));
-        self.finish(key, Some(done));
-        Some(summary)
+        Some(self.finish(key, done))
     }
 
     /// `ork check`: the request of `key`, sent once, and the raw answer with its policy.
-    pub async fn probe(&self, key: &str) -> Result<(Vec<u8>, ork_protocol::Policy), String> {
+    pub async fn probe(
+        &self,
+        key: &str,
+    ) -> Result<(Vec<u8>, ork_protocol::Policy), ReconcileError> {
         let job = self
             .job(key, Reason::Create, false)
-            .ok_or_else(|| format!("no CR {key}"))?;
-        crate::reconcile::probe(&self.ctx, self.ports(), &job)
-            .await
-            .map_err(|e| e.to_string())
+            .ok_or_else(|| ReconcileError::Request(format!("no CR {key}")))?;
+        crate::reconcile::probe(&self.ctx, self.ports(), &job).await
     }
 
-    fn finish(&self, key: &str, done: Option<Done>) {
-        let Some(done) = done else {
-            self.schedule().done(key);
-            self.wake.notify_one();
-            return;
-        };
-        let effects = self.index().finish(key, done.own);
+    /// Tells the index what the reconcile wrote and schedules what comes next; returns how it
+    /// ended.
+    fn finish(&self, key: &str, done: Done) -> Result<Success, ReconcileError> {
+        let Done { outcome, own } = done;
+        let effects = self.index().finish(key, own);
         {
             let mut health = self
                 .health
@@ -317,10 +315,11 @@ impl Controller {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut s = self.schedule();
             s.done(key);
-            s.after(key, &done.outcome, &mut health);
+            s.after(key, &outcome, &mut health);
         }
         self.apply(effects);
         self.wake.notify_one();
+        outcome
     }
 }
 
@@ -436,6 +435,7 @@ spec:
                 namespaced: true,
                 namespaces: vec![],
                 cluster_scoped: false,
+                served_versions: vec!["v1".into()],
             },
             resource: cm.clone(),
         };
@@ -475,7 +475,7 @@ spec:
         let (key, reason) = c.take_queued().pop().expect("queued");
         c.schedule().busy += 1;
         let result = c.run_one(&key, reason).await.expect("ran");
-        let message = result.expect_err("a failure");
+        let message = result.expect_err("a failure").to_string();
         assert!(message.contains("boom in a reconcile"), "{message}");
         let s = c.schedule();
         assert_eq!(s.busy, 0, "the worker is free");

@@ -9,6 +9,24 @@ use serde_json::{Value, json};
 
 use super::transport::{CallFailed, Transport};
 
+/// Why a replayed call has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("replay: {file}: {reason} (was the run recorded with the same CRs?)")]
+    Missing { file: String, reason: String },
+    #[error("replay: {file}: {reason}")]
+    Unreadable { file: String, reason: String },
+    #[error("replay: {file} answered {then:?}, but this call is for {now:?}")]
+    OtherKey {
+        file: String,
+        then: String,
+        now: String,
+    },
+    /// The recorded call failed; replayed as the same failure.
+    #[error("{0}")]
+    Recorded(String),
+}
+
 enum Mode {
     /// Calls go to the service and are saved.
     Record(Box<dyn Transport>),
@@ -37,10 +55,10 @@ impl Transport for Tap {
     ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
         Box::pin(async move {
             match &self.mode {
-                Mode::Replay => self.answer(&body).map_err(CallFailed::Replay),
+                Mode::Replay => Ok(self.answer(&body)?),
                 Mode::Record(inner) => {
                     let answer = inner.call(cr, body.clone()).await;
-                    self.keep(&body, answer.as_ref().map_err(ToString::to_string));
+                    self.keep(&body, answer.as_ref());
                     answer
                 }
             }
@@ -83,48 +101,50 @@ impl Tap {
     }
 
     /// The recorded answer to this request (in call order).
-    fn answer(&self, request: &[u8]) -> Result<Vec<u8>, String> {
+    fn answer(&self, request: &[u8]) -> Result<Vec<u8>, ReplayError> {
         let file = self.next_file();
-        {
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                format!(
-                    "replay: {}: {e} (was the run recorded with the same CRs?)",
-                    file.display()
-                )
-            })?;
-            let saved: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("replay: {}: {e}", file.display()))?;
-            let key_now = serde_json::from_slice::<Value>(request)
-                .ok()
-                .and_then(|r| r["key"].as_str().map(str::to_string));
-            let key_then = saved["request"]["key"].as_str().map(str::to_string);
-            if key_now != key_then {
-                return Err(format!(
-                    "replay: {} answered {:?}, but this call is for {:?}",
-                    file.display(),
-                    key_then.unwrap_or_default(),
-                    key_now.unwrap_or_default()
-                ));
-            }
-            if let Some(error) = saved["error"].as_str() {
-                return Err(error.to_string());
-            }
-            Ok(match &saved["response"] {
-                Value::String(raw) => raw.clone().into_bytes(),
-                other => other.to_string().into_bytes(),
-            })
+        let shown = file.display().to_string();
+        let text = std::fs::read_to_string(&file).map_err(|e| ReplayError::Missing {
+            file: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let saved: Value = serde_json::from_str(&text).map_err(|e| ReplayError::Unreadable {
+            file: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let key_now = serde_json::from_slice::<Value>(request)
+            .ok()
+            .and_then(|r| r["key"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let key_then = saved["request"]["key"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if key_now != key_then {
+            return Err(ReplayError::OtherKey {
+                file: shown,
+                then: key_then,
+                now: key_now,
+            });
         }
+        if let Some(error) = saved["error"].as_str() {
+            return Err(ReplayError::Recorded(error.to_string()));
+        }
+        Ok(match &saved["response"] {
+            Value::String(raw) => raw.clone().into_bytes(),
+            other => other.to_string().into_bytes(),
+        })
     }
 
     /// Saves the request and what came back.
-    fn keep(&self, request: &[u8], answer: Result<&Vec<u8>, String>) {
+    fn keep(&self, request: &[u8], answer: Result<&Vec<u8>, &CallFailed>) {
         let request: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
         let entry = match answer {
             Ok(body) => match serde_json::from_slice::<Value>(body) {
                 Ok(v) => json!({"request": request, "response": v}),
                 Err(_) => json!({"request": request, "response": String::from_utf8_lossy(body)}),
             },
-            Err(e) => json!({"request": request, "error": e}),
+            Err(e) => json!({"request": request, "error": e.to_string()}),
         };
         let file = self.next_file();
         if let Err(e) = std::fs::write(

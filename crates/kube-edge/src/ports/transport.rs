@@ -15,7 +15,7 @@ use ork_katalog::template::Template;
 use ork_remote::{Call, CallError, Endpoint, ExecCall, credential_allowed, exec};
 use serde_json::Value;
 
-use crate::auth::{CredentialSource, TransportSource};
+use crate::auth::{AuthError, CredentialSource, TransportSource};
 use crate::entry::EntryError;
 
 /// Why a call produced no answer. Never carries a credential.
@@ -30,11 +30,11 @@ pub enum CallFailed {
     )]
     HostNotAllowed { host: String },
     #[error("credential: {0}")]
-    Credential(String),
+    Credential(AuthError),
     #[error("TLS: {0}")]
-    Tls(String),
+    Tls(AuthError),
     #[error("{0}")]
-    Replay(String),
+    Replay(#[from] super::tap::ReplayError),
 }
 
 /// Sends one request to the service and returns its answer.

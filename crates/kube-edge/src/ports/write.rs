@@ -156,7 +156,8 @@ pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
     obj
 }
 
-/// Server-side applies a [`stamped`] child with field manager `orkestra-remote`.
+/// Server-side applies a [`stamped`] child with field manager `orkestra-remote`, at the
+/// (served) version the service wrote it in.
 ///
 /// # Errors
 /// The API server refused the apply (conflict without force, validation, RBAC).
@@ -169,7 +170,12 @@ pub async fn apply_child(
 ) -> Result<DynamicObject, WriteError> {
     let mut params = PatchParams::apply(FIELD_MANAGER);
     params.force = force;
-    api_for(client, t, child.namespace.as_deref())
+    let mut at = t.clone();
+    if child.managed.version != at.resource.version {
+        at.resource.version = child.managed.version.clone();
+        at.resource.api_version = child.managed.api_version();
+    }
+    api_for(client, &at, child.namespace.as_deref())
         .patch(&child.name, &params, &Patch::Apply(object))
         .await
         .map_err(|source| WriteError::ApplyFailed {
@@ -273,10 +279,12 @@ mod tests {
                 namespaced: true,
                 namespaces: vec![],
                 cluster_scoped: false,
+                served_versions: vec!["v1".into()],
             },
             name: "a".into(),
             namespace: Some("ns".into()),
             object,
+            force_conflict: None,
         }
     }
 

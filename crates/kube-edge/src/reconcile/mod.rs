@@ -26,6 +26,7 @@ use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
 use crate::metrics::Metrics;
 use crate::ports::{Cluster, Owner, Transport};
+use crate::registry::CrossError;
 
 pub(crate) use record::record_failure;
 
@@ -40,7 +41,7 @@ pub(crate) struct Job {
     /// The children this CR owns, as the watches last saw them.
     pub children: Vec<(ChildRef, Arc<DynamicObject>)>,
     /// `prepared.cross`, or why a selector failed.
-    pub cross: Result<BTreeMap<String, Value>, String>,
+    pub cross: Result<BTreeMap<String, Value>, CrossError>,
     /// The entry's health (request, gates).
     pub health: Health,
     /// How many reconciles of this key ran before (for the metrics annotation).

@@ -68,6 +68,19 @@ pub(super) async fn record(ctx: &EntryContext, ports: Ports<'_>, job: &Job, outc
         // Every failure; the recorder folds repeats into one series.
         Some(e) => events.push(warning(kind, e)),
     }
+    // What the answer check let through with a warning (an intent field ork ignores), told
+    // with the transition events so a steady state costs no write.
+    if !events.is_empty() {
+        for w in decision.map_or(&[][..], |d| d.warnings.as_slice()) {
+            events.push(Event {
+                type_: EventType::Warning,
+                reason: format!("{kind}AnswerWarning"),
+                note: Some(clean(w, ERROR_TEXT)),
+                action: "Reconcile".into(),
+                secondary: None,
+            });
+        }
+    }
     for e in decision.map_or(&[][..], |d| d.events.as_slice()) {
         events.push(Event {
             type_: if e.type_ == "Warning" {

@@ -42,7 +42,7 @@ pub(super) fn build(
         args: render_args(&ctx.remote.args, cr)?,
         prepared: Prepared {
             children: children(ctx, job),
-            cross: job.cross.clone().map_err(ReconcileError::Request)?,
+            cross: job.cross.clone()?,
             sentinels: job
                 .sentinels
                 .iter()

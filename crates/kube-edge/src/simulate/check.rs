@@ -61,7 +61,7 @@ pub async fn check(
             },
             Err(e) => Checked {
                 key,
-                call_error: Some(e),
+                call_error: Some(e.to_string()),
                 lint: ork_protocol::Lint::default(),
             },
         };

@@ -256,7 +256,7 @@ pub(crate) fn build_entries(
             .iter()
             .map(|m| offline_type(m, katalog, &options.crds))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| fail(EntryError::Offline(e)))?;
+            .map_err(|e| fail(EntryError::Offline(e.to_string())))?;
         let credential = CredentialSource::offline(remote.auth.as_ref())
             .map_err(|e| fail(EntryError::Credential(e)))?;
         let tls = TransportSource::offline(&http, remote.tls.as_ref())

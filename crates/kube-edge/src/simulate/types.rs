@@ -8,6 +8,16 @@ use serde_json::Value;
 
 use crate::discovery::ChildType;
 
+/// A managed type ork cannot know without an API server.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "managed resource {group}/{plural}: declare `kind` and `version` in the Katalog or pass its CRD with --crd to simulate it"
+)]
+pub struct UnknownType {
+    group: String,
+    plural: String,
+}
+
 /// Core and common built-in types at the versions current Kubernetes serves, for managed
 /// resources declared without `kind`/`version` (a `--crd` or the Katalog's own version wins).
 const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
@@ -67,7 +77,7 @@ pub(super) fn offline_type(
     m: &ManagedResource,
     katalog: &Katalog,
     crds: &[Value],
-) -> Result<ChildType, String> {
+) -> Result<ChildType, UnknownType> {
     let builtin = BUILTIN
         .iter()
         .find(|(g, p, ..)| *g == m.group && *p == m.plural);
@@ -99,11 +109,14 @@ pub(super) fn offline_type(
         })
         .or_else(|| entry.map(|e| e.api_types.version.clone()));
     let (Some(kind), Some(version)) = (kind, version) else {
-        return Err(format!(
-            "managed resource {}/{}: declare `kind` and `version` in the Katalog or pass its CRD with --crd to simulate it",
-            if m.group.is_empty() { "core" } else { &m.group },
-            m.plural
-        ));
+        return Err(UnknownType {
+            group: if m.group.is_empty() {
+                "core".into()
+            } else {
+                m.group.clone()
+            },
+            plural: m.plural.clone(),
+        });
     };
     let namespaced = builtin.map(|b| b.4).unwrap_or_else(|| {
         crd.and_then(|c| c["spec"]["scope"].as_str())
@@ -123,6 +136,7 @@ pub(super) fn offline_type(
             namespaced,
             namespaces: m.namespaces.clone(),
             cluster_scoped: m.cluster_scoped,
+            served_versions: vec![version.clone()],
         },
         resource: ApiResource {
             group: m.group.clone(),
