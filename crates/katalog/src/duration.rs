@@ -1,17 +1,30 @@
-//! Durations written as Go/humantime strings (`15s`, `5m`, `1h30m`, `250ms`).
+//! Durations in exactly Go's `time.ParseDuration` grammar (`15s`, `1.5s`, `300ms`, `1h30m`,
+//! `2h45m30.5s`; units `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`), through one parser for the Katalog
+//! and for service answers alike. ork bounds every duration to one year.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A duration read from a string such as `1h30m`; serialised back the same way.
+/// A duration read from a Go duration string such as `1h30m`; written back in Go's format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration(pub std::time::Duration);
+
+/// The longest duration ork accepts anywhere: one year of 365 days (`8760h`).
+pub const MAX: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+/// Go's limit: a duration is an `int64` count of nanoseconds.
+const GO_MAX_NANOS: u128 = i64::MAX as u128;
 
 impl Duration {
     pub const fn from_secs(secs: u64) -> Duration {
         Duration(std::time::Duration::from_secs(secs))
+    }
+
+    pub const fn from_millis(millis: u64) -> Duration {
+        Duration(std::time::Duration::from_millis(millis))
     }
 
     pub fn get(self) -> std::time::Duration {
@@ -21,43 +34,238 @@ impl Duration {
     pub fn is_zero(self) -> bool {
         self.0.is_zero()
     }
+
+    /// Parses like Go's `time.ParseDuration` without ork's one-year bound (negative durations
+    /// are still refused: nothing in ork waits a negative time).
+    ///
+    /// # Errors
+    /// As [`FromStr`], minus the bound.
+    pub fn parse_unbounded(s: &str) -> Result<Duration, DurationError> {
+        parse_go(s).map(|nanos| Duration(from_nanos(nanos)))
+    }
 }
 
-/// Why a duration string did not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid duration \"{input}\": {reason} (use e.g. 15s, 5m, 1h30m, 250ms)")]
+/// Why a duration string was refused: the input, the reason and, when useful, how to write it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration \"{input}\": {reason}{}", hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default())]
 pub struct DurationError {
-    input: String,
-    reason: String,
+    pub input: String,
+    pub reason: String,
+    pub hint: Option<String>,
+}
+
+impl DurationError {
+    fn new(input: &str, reason: impl Into<String>) -> DurationError {
+        DurationError {
+            input: input.to_string(),
+            reason: reason.into(),
+            hint: Some("use Go duration syntax, e.g. 15s, 1.5s, 300ms, 1h30m".into()),
+        }
+    }
 }
 
 impl FromStr for Duration {
     type Err = DurationError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let trimmed = s.trim();
-        if trimmed == "0" {
-            return Ok(Duration::default());
-        }
-        humantime::parse_duration(trimmed)
-            .map(Duration)
-            .map_err(|e| DurationError {
+        let nanos = parse_go(s)?;
+        let d = from_nanos(nanos);
+        if d > MAX {
+            return Err(DurationError {
                 input: s.to_string(),
-                reason: e.to_string(),
-            })
+                reason: "longer than one year".into(),
+                hint: Some("ork accepts durations up to 8760h".into()),
+            });
+        }
+        Ok(Duration(d))
     }
 }
 
-impl fmt::Display for Duration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}",
-            humantime::format_duration(self.0)
-                .to_string()
-                .replace(' ', "")
-        )
+fn from_nanos(nanos: u128) -> std::time::Duration {
+    // parse_go keeps nanos ≤ i64::MAX, so both parts fit.
+    let secs = u64::try_from(nanos / NANOS_PER_SEC).unwrap_or(u64::MAX);
+    let sub = u32::try_from(nanos % NANOS_PER_SEC).unwrap_or(0);
+    std::time::Duration::new(secs, sub)
+}
+
+/// Nanoseconds per unit, Go's unit table.
+fn unit_nanos(unit: &str) -> Option<u128> {
+    Some(match unit {
+        "ns" => 1,
+        "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+        "ms" => 1_000_000,
+        "s" => NANOS_PER_SEC,
+        "m" => 60 * NANOS_PER_SEC,
+        "h" => 3600 * NANOS_PER_SEC,
+        _ => return None,
+    })
+}
+
+/// `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, or `0`; returns nanoseconds (never negative).
+fn parse_go(input: &str) -> Result<u128, DurationError> {
+    let mut s = input;
+    let mut negative = false;
+    if let Some(rest) = s.strip_prefix('-') {
+        negative = true;
+        s = rest;
+    } else if let Some(rest) = s.strip_prefix('+') {
+        s = rest;
     }
+    if s == "0" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err(DurationError::new(input, "empty"));
+    }
+    let mut total: u128 = 0;
+    while !s.is_empty() {
+        let first = s.as_bytes()[0];
+        if !(first == b'.' || first.is_ascii_digit()) {
+            return Err(bad_start(input, s));
+        }
+        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
+        let (int_digits, rest) = s.split_at(int_len);
+        s = rest;
+        let mut frac_digits = "";
+        if let Some(rest) = s.strip_prefix('.') {
+            let frac_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+            (frac_digits, s) = rest.split_at(frac_len);
+        }
+        if int_digits.is_empty() && frac_digits.is_empty() {
+            return Err(DurationError::new(input, "a number has no digits"));
+        }
+        let unit_len = s
+            .char_indices()
+            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
+            .map_or(s.len(), |(i, _)| i);
+        if unit_len == 0 {
+            return Err(DurationError::new(input, "missing unit"));
+        }
+        let (unit, rest) = s.split_at(unit_len);
+        s = rest;
+        let Some(per) = unit_nanos(unit) else {
+            return Err(unknown_unit(input, unit));
+        };
+        let overflow = || DurationError {
+            input: input.to_string(),
+            reason: "too large (overflows Go's 292-year limit)".into(),
+            hint: Some("ork accepts durations up to 8760h".into()),
+        };
+        let mut whole: u128 = 0;
+        for d in int_digits.bytes() {
+            whole = whole
+                .checked_mul(10)
+                .and_then(|w| w.checked_add(u128::from(d - b'0')))
+                .filter(|w| *w <= GO_MAX_NANOS)
+                .ok_or_else(overflow)?;
+        }
+        let mut value = whole.checked_mul(per).ok_or_else(overflow)?;
+        if !frac_digits.is_empty() {
+            // Exact: digits / 10^n of a unit, truncated to whole nanoseconds (digits beyond a
+            // nanosecond of the largest unit cannot matter).
+            let kept = &frac_digits[..frac_digits.len().min(20)];
+            let mut numerator: u128 = 0;
+            let mut scale: u128 = 1;
+            for d in kept.bytes() {
+                numerator = numerator * 10 + u128::from(d - b'0');
+                scale *= 10;
+            }
+            value = value
+                .checked_add(numerator * per / scale)
+                .ok_or_else(overflow)?;
+        }
+        total = total
+            .checked_add(value)
+            .filter(|t| *t <= GO_MAX_NANOS)
+            .ok_or_else(overflow)?;
+    }
+    if negative && total > 0 {
+        return Err(DurationError {
+            input: input.to_string(),
+            reason: "negative".into(),
+            hint: Some("write a positive duration such as 30s".into()),
+        });
+    }
+    Ok(total)
+}
+
+fn bad_start(input: &str, rest: &str) -> DurationError {
+    let mut e = DurationError::new(input, format!("unexpected \"{rest}\""));
+    if input.trim() != input {
+        e.reason = "surrounding spaces".into();
+    }
+    e
+}
+
+fn unknown_unit(input: &str, unit: &str) -> DurationError {
+    let word = unit.trim().to_ascii_lowercase();
+    let (suggested, note) = match word.as_str() {
+        "sec" | "secs" | "second" | "seconds" => ("s", None),
+        "min" | "mins" | "minute" | "minutes" => ("m", None),
+        "hr" | "hrs" | "hour" | "hours" => ("h", None),
+        "msec" | "millis" | "millisecond" | "milliseconds" => ("ms", None),
+        "d" | "day" | "days" => ("h", Some("24h is one day")),
+        "w" | "week" | "weeks" => ("h", Some("168h is one week")),
+        _ => ("", None),
+    };
+    let mut e = DurationError::new(input, format!("unknown unit \"{unit}\""));
+    if let Some(note) = note {
+        e.hint = Some(format!("Go durations have no days or weeks: {note}"));
+    } else if !suggested.is_empty() {
+        let number: String = input
+            .trim_start_matches(['+', '-'])
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        e.hint = Some(format!(
+            "units are ns, us, ms, s, m, h with no space: write {number}{suggested}"
+        ));
+    } else {
+        e.hint = Some("units are ns, us (or µs), ms, s, m, h, e.g. 1h30m or 250ms".into());
+    }
+    e
+}
+
+impl fmt::Display for Duration {
+    /// Go's `Duration.String`: `1h30m0s`, `1.5s`, `300ms`, `0s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nanos = self.0.as_nanos();
+        if nanos == 0 {
+            return f.write_str("0s");
+        }
+        if nanos < NANOS_PER_SEC {
+            let (unit, per) = if nanos < 1_000 {
+                ("ns", 1)
+            } else if nanos < 1_000_000 {
+                ("\u{b5}s", 1_000)
+            } else {
+                ("ms", 1_000_000)
+            };
+            return write!(f, "{}{unit}", decimal(nanos, per));
+        }
+        let hours = nanos / (3600 * NANOS_PER_SEC);
+        let minutes = nanos / (60 * NANOS_PER_SEC) % 60;
+        let seconds = nanos % (60 * NANOS_PER_SEC);
+        if hours > 0 {
+            write!(f, "{hours}h")?;
+        }
+        if hours > 0 || minutes > 0 {
+            write!(f, "{minutes}m")?;
+        }
+        write!(f, "{}s", decimal(seconds, NANOS_PER_SEC))
+    }
+}
+
+/// `value / per` as a decimal without trailing zeros.
+fn decimal(value: u128, per: u128) -> String {
+    let whole = value / per;
+    let frac = value % per;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let width = per.ilog10() as usize;
+    let digits = format!("{frac:0width$}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
 impl<'de> Deserialize<'de> for Duration {
@@ -81,7 +289,8 @@ impl schemars::JsonSchema for Duration {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A duration such as 15s, 5m, 1h30m or 250ms.",
+            "description": "A Go duration (time.ParseDuration) such as 15s, 1.5s, 300ms or 1h30m; at most one year (8760h).",
+            "pattern": "^([0-9]*(\\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$|^0$",
             "examples": ["15s", "5m", "1h30m"]
         })
     }
@@ -91,34 +300,85 @@ impl schemars::JsonSchema for Duration {
 mod tests {
     use super::*;
 
+    fn d(s: &str) -> std::time::Duration {
+        s.parse::<Duration>().expect("valid duration").get()
+    }
+
     #[test]
-    fn go_style_durations_parse() {
+    fn go_syntax_parses_exactly() {
+        assert_eq!(d("15s"), std::time::Duration::from_secs(15));
+        assert_eq!(d("1.5s"), std::time::Duration::from_millis(1500));
+        assert_eq!(d("300ms"), std::time::Duration::from_millis(300));
+        assert_eq!(d("1h30m"), std::time::Duration::from_secs(5400));
         assert_eq!(
-            "15s".parse::<Duration>().ok(),
-            Some(Duration::from_secs(15))
+            d("2h45m30.5s"),
+            std::time::Duration::from_millis(((2 * 60 + 45) * 60 + 30) * 1000 + 500)
         );
-        assert_eq!(
-            "1h30m".parse::<Duration>().ok(),
-            Some(Duration::from_secs(5400))
-        );
-        assert_eq!(
-            "250ms"
+        assert_eq!(d("1us"), std::time::Duration::from_micros(1));
+        assert_eq!(d("1µs"), std::time::Duration::from_micros(1));
+        assert_eq!(d("1μs"), std::time::Duration::from_micros(1));
+        assert_eq!(d("7ns"), std::time::Duration::from_nanos(7));
+        assert_eq!(d(".5m"), std::time::Duration::from_secs(30));
+        assert_eq!(d("5.s"), std::time::Duration::from_secs(5));
+        assert_eq!(d("+5s"), std::time::Duration::from_secs(5));
+        assert_eq!(d("0"), std::time::Duration::ZERO);
+        assert_eq!(d("0s"), std::time::Duration::ZERO);
+        assert_eq!(d("1h1h"), std::time::Duration::from_secs(7200));
+    }
+
+    #[test]
+    fn english_is_an_error_with_a_hint() {
+        let err = "5 seconds".parse::<Duration>().expect_err("not Go syntax");
+        assert!(err.to_string().contains("unknown unit"), "{err}");
+        assert!(err.to_string().contains("write 5s"), "{err}");
+        let err = "7d".parse::<Duration>().expect_err("days are no Go unit");
+        assert!(err.to_string().contains("24h is one day"), "{err}");
+        for bad in ["", "s", "5", "1.5", ".", "-", "5S", "1h 30m", " 5s", "five"] {
+            assert!(bad.parse::<Duration>().is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn nothing_above_one_year_and_no_overflow() {
+        assert_eq!(d("8760h"), MAX);
+        let err = "8761h".parse::<Duration>().expect_err("above a year");
+        assert!(err.reason.contains("longer than one year"));
+        let err = "9999999999999999999h"
+            .parse::<Duration>()
+            .expect_err("overflow");
+        assert!(err.reason.contains("too large"), "{err}");
+        assert!(
+            "99999999999999999999999999999999999999999999ns"
                 .parse::<Duration>()
-                .map(|d| d.get().as_millis())
-                .ok(),
-            Some(250)
+                .is_err()
         );
+        assert!("2562047h47m16.854775808s".parse::<Duration>().is_err());
+        assert!(Duration::parse_unbounded("2562047h47m16.854775807s").is_ok());
+        assert!(Duration::parse_unbounded("2562047h47m16.854775808s").is_err());
     }
 
     #[test]
-    fn bad_duration_says_how_to_write_one() {
-        let err = "fifteen seconds".parse::<Duration>().expect_err("invalid");
-        assert!(err.to_string().contains("use e.g. 15s"));
+    fn negative_durations_are_refused() {
+        let err = "-5s".parse::<Duration>().expect_err("negative");
+        assert_eq!(err.reason, "negative");
+        assert_eq!(d("-0"), std::time::Duration::ZERO);
     }
 
     #[test]
-    fn display_round_trips() {
-        let d: Duration = "1h30m".parse().expect("valid");
-        assert_eq!(d.to_string().parse::<Duration>().ok(), Some(d));
+    fn display_is_go_format_and_round_trips() {
+        for (input, shown) in [
+            ("1h30m", "1h30m0s"),
+            ("1.5s", "1.5s"),
+            ("300ms", "300ms"),
+            ("90s", "1m30s"),
+            ("0", "0s"),
+            ("1500us", "1.5ms"),
+            ("2h45m30.5s", "2h45m30.5s"),
+            ("12ns", "12ns"),
+        ] {
+            let parsed: Duration = input.parse().expect("valid");
+            assert_eq!(parsed.to_string(), shown);
+            assert_eq!(shown.parse::<Duration>().ok(), Some(parsed));
+        }
     }
 }

@@ -1,24 +1,28 @@
-//! The Katalog: ork's configuration (SPEC §1).
+//! The Katalog: ork's configuration (SPEC §1, §9).
 //!
-//! Data flow: YAML text → [`load_file`] (parse, deny unknown fields, semantic checks) → a typed
-//! [`Katalog`] that the rest of ork reads without re-checking. Every problem carries the file,
-//! line and field path, so `ork validate` can point at it. [`template`] and [`condition`] are the
-//! two small languages the Katalog embeds (Go-style templates, gate conditions).
+//! Data flow: YAML text → [`load_file`] (size and nesting limits, parse, deny unknown fields,
+//! resolve `crdFile` and paths, bind notes, semantic checks) → a typed [`Katalog`] that the
+//! rest of ork reads without re-checking. Every problem carries the file, line and field path,
+//! so `ork validate` can point at it. [`template`] and [`condition`] are the two small
+//! languages the Katalog embeds (Go templates with Orkestra's notes, gate conditions).
 
 pub mod condition;
+pub mod crd;
 pub mod duration;
+pub mod kinds;
 mod lines;
 mod load;
 pub mod model;
 mod problem;
+mod resolve;
 mod suggest;
 pub mod template;
 mod validate;
 
 pub use condition::{Check, Condition};
 pub use duration::Duration;
-pub use load::{load_file, load_str};
+pub use load::{MAX_FILE_BYTES, MAX_NESTING, load_file, load_str};
 pub use model::*;
 pub use problem::{Problem, Problems};
-pub use template::Template;
-pub use validate::API_VERSION;
+pub use template::{Facts, Notes, RenderContext, Template};
+pub use validate::{API_VERSION, MAX_BURST, MAX_QPS, MIN_QPS};

@@ -8,10 +8,11 @@ use serde_json::Value;
 use serde_path_to_error::Segment;
 
 use crate::lines::LineIndex;
-use crate::model::{Katalog, KatalogMeta, KatalogSpec};
+use crate::model::{Katalog, KatalogSpec, NotesBlock};
 use crate::problem::{Problem, Problems};
+use crate::resolve::resolve;
 use crate::suggest::closest;
-use crate::validate::{Finding, validate};
+use crate::validate::{Finding, notices, validate};
 
 /// Orkestra features ork deliberately does not implement, with what to do instead.
 const UNSUPPORTED: &[(&str, &str)] = &[
@@ -65,32 +66,73 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "reconcile profiles are not supported; set workers/resync/queue directly",
     ),
     (
-        "runtime",
-        "operatorBox.runtime (autoscale, cleanup, finalizers) is not supported; use remote.finalize for deletion logic",
+        "profiles",
+        "reconcile profiles are not supported; set workers/resync/queue directly",
+    ),
+    (
+        "autoscale",
+        "worker autoscaling is not supported; set `workers`",
+    ),
+    (
+        "cleanup",
+        "runtime.cleanup is not supported; use remote.finalize for deletion logic",
+    ),
+    (
+        "finalizers",
+        "ork manages its own finalizer; use remote.finalize for deletion logic",
+    ),
+    ("rollback", "rollback belongs to the generic reconciler"),
+    (
+        "rollBackOnError",
+        "rollback belongs to the generic reconciler",
+    ),
+    (
+        "deletionProtection",
+        "deletion protection is not supported by ork",
     ),
     (
         "emit",
         "operatorBox.emit is not supported; return `status`, `conditions` and `events` from the service",
     ),
     ("admission", "admission webhooks are not supported by ork"),
+    (
+        "validation",
+        "admission validation is not supported; operatorBox.validation rules are checked before each call",
+    ),
     ("mutation", "mutation webhooks are not supported by ork"),
     ("conversion", "conversion webhooks are not supported by ork"),
     ("webhooks", "webhooks are not supported by ork"),
     ("serve", "serve targets are not supported by ork"),
+    ("gateway", "Orkestra's gateway is not supported by ork"),
+    (
+        "security",
+        "Orkestra's security policies are not supported by ork",
+    ),
+    (
+        "notification",
+        "Orkestra's notifications are not supported by ork",
+    ),
+    (
+        "lifecycle",
+        "Orkestra's registry lifecycle block is not supported by ork",
+    ),
+    (
+        "policy",
+        "Orkestra's registry policy block is not supported by ork",
+    ),
+    (
+        "publish",
+        "Orkestra's registry publishing is not supported by ork",
+    ),
     ("enrich", "enrichment is not supported; use observe.cross"),
     (
-        "mode",
-        "ork always watches custom resources dynamically; typed mode does not apply",
+        "enrichAll",
+        "enrichment is not supported; use observe.cross",
     ),
     (
-        "crdFile",
-        "ork does not install CRDs; apply the CRD with kubectl",
+        "crossAccess",
+        "cross-read policies are not supported; every entry may read another through observe.cross",
     ),
-    (
-        "crFiles",
-        "ork does not create sample CRs; apply them with kubectl",
-    ),
-    ("setup", "dev-mode setup files are not supported"),
     (
         "watch",
         "observe.watch is not supported; managed children are watched automatically",
@@ -106,6 +148,31 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "declarative requeue is not supported; answer `result: requeue` with `requeueAfter`",
     ),
     (
+        "maxDepth",
+        "queue depth limits are not supported: ork's queue holds each object at most once",
+    ),
+    (
+        "behaviour",
+        "queue behaviour is not supported: ork's queue holds each object at most once",
+    ),
+    (
+        "shared",
+        "shared queues are not supported: every entry has its own queue",
+    ),
+    (
+        "time",
+        "time-window conditions are not supported (gates are deterministic); gate on object fields",
+    ),
+    (
+        "dayOfWeek",
+        "day-of-week conditions are not supported (gates are deterministic); gate on object fields",
+    ),
+    (
+        "cron",
+        "cron-window conditions are not supported (gates are deterministic); gate on object fields",
+    ),
+    ("source", "cross-binary metric sources are not supported"),
+    (
         "ignoreStatusPatch",
         "not supported: ork writes status only when it changed",
     ),
@@ -119,31 +186,77 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ),
 ];
 
-/// Reads and validates a Katalog file (one or several YAML documents).
+/// Largest Katalog (and CRD) file ork reads: refused before parsing.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Deepest nesting (maps, lists, flow collections) a Katalog may have: refused before parsing.
+pub const MAX_NESTING: usize = 40;
+
+/// Reads and validates a Katalog file (one or several YAML documents). Relative paths in it
+/// (`crdFile`, `crFiles`, `setup`) are taken from the file's folder.
 ///
 /// # Errors
 /// Every problem found, each with file, line, field path and hint; nothing partial is returned.
 pub fn load_file(path: &Path) -> Result<Katalog, Problems> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let whole = |message: String, hint: Option<String>| {
         Problems(vec![Problem {
             file: path.to_path_buf(),
             line: None,
             path: String::new(),
-            message: format!("cannot read file: {e}"),
-            hint: None,
+            message,
+            hint,
         }])
-    })?;
+    };
+    let size = std::fs::metadata(path)
+        .map_err(|e| whole(format!("cannot read file: {e}"), None))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(whole(too_large(size), None));
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read file: {e}"), None))?;
     load_str(&text, path)
 }
 
-/// Parses Katalog text; `file` is only used in messages.
+fn too_large(size: u64) -> String {
+    format!(
+        "the file is {size} bytes; a Katalog may be at most {} MiB",
+        MAX_FILE_BYTES / (1024 * 1024)
+    )
+}
+
+/// Parses Katalog text; `file` names it in messages and its folder anchors relative paths.
 ///
 /// # Errors
 /// As [`load_file`].
 pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
+    let problem = |line: Option<usize>, message: String, hint: Option<String>| Problem {
+        file: file.to_path_buf(),
+        line,
+        path: String::new(),
+        message,
+        hint,
+    };
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(Problems(vec![problem(
+            None,
+            too_large(text.len() as u64),
+            None,
+        )]));
+    }
+    if let Some((depth, line)) = too_deep(text) {
+        return Err(Problems(vec![problem(
+            Some(line),
+            format!(
+                "the Katalog nests {depth} levels deep here; at most {MAX_NESTING} are allowed"
+            ),
+            Some("a Katalog needs about 12 levels; check the indentation".into()),
+        )]));
+    }
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut problems = Vec::new();
     let mut merged: Option<Katalog> = None;
     let mut entry_lines: BTreeMap<String, usize> = BTreeMap::new();
+    let mut note_lines: BTreeMap<String, usize> = BTreeMap::new();
     for (doc, first_line) in split_documents(text) {
         if doc.trim().is_empty() {
             continue;
@@ -156,7 +269,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
             message,
             hint,
         };
-        let value: Value = match serde_saphyr::from_str(doc) {
+        let value: Value = match serde_saphyr::from_str_with_options(doc, yaml_options()) {
             Ok(v) => v,
             Err(e) => {
                 let line = e.location().map(|l| l.line() as usize + first_line - 1);
@@ -170,30 +283,58 @@ pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
                 continue;
             }
         };
-        let Some(katalog) = deserialize_collecting(value, &mut |path, message, hint| {
-            problems.push(at(path, message, hint));
-        }) else {
+        let Some(mut katalog) =
+            deserialize_collecting(value.clone(), &mut |path, message, hint| {
+                problems.push(at(path, message, hint));
+            })
+        else {
             continue;
         };
         for Finding {
             path,
             message,
             hint,
-        } in validate(&katalog)
+        } in resolve(&mut katalog, &base, &value)
+            .into_iter()
+            .chain(validate(&katalog))
         {
             problems.push(at(&path, message, hint));
+        }
+        for Finding {
+            path,
+            message,
+            hint,
+        } in notices(&katalog)
+        {
+            katalog.notices.push(at(&path, message, hint));
         }
         let merged = merged.get_or_insert_with(|| Katalog {
             api_version: katalog.api_version.clone(),
             kind: katalog.kind.clone(),
-            metadata: KatalogMeta {
-                name: katalog.metadata.name.clone(),
-                ..KatalogMeta::default()
-            },
+            metadata: katalog.metadata.clone(),
+            notes: NotesBlock::default(),
             spec: KatalogSpec {
                 crds: BTreeMap::new(),
             },
+            notices: Vec::new(),
         });
+        merged.notices.append(&mut katalog.notices);
+        for (i, note) in katalog.notes.functions.into_iter().enumerate() {
+            let path = format!("notes.functions[{i}]");
+            if let Some(first) = note_lines.get(&note.name) {
+                problems.push(at(
+                    &path,
+                    format!("note \"{}\" is declared twice", note.name),
+                    Some(format!("the first declaration is on line {first}")),
+                ));
+                continue;
+            }
+            note_lines.insert(
+                note.name.clone(),
+                lines.line_of(&path).unwrap_or(first_line),
+            );
+            merged.notes.functions.push(note);
+        }
         for (name, entry) in katalog.spec.crds {
             let path = format!("spec.crds.{name}");
             if let Some(first) = entry_lines.get(&name) {
@@ -223,8 +364,106 @@ pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
     }
 }
 
+/// The YAML parser's own budget, a second line behind [`too_deep`] and the size limit.
+fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_NESTING + 8;
+    budget.max_nodes = 200_000;
+    budget.max_total_scalar_bytes = MAX_FILE_BYTES as usize;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// Scans the text (without parsing it) for nesting deeper than [`MAX_NESTING`]: block
+/// indentation levels, `- ` items and open flow brackets. Returns the depth and its line.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    let mut block_scalar: Option<usize> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let content = raw.trim_start();
+        let col = raw.len() - content.len();
+        if let Some(c) = block_scalar {
+            if content.is_empty() || col > c {
+                continue;
+            }
+            block_scalar = None;
+        }
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        if flow == 0 {
+            while indents.last().is_some_and(|top| *top >= col) {
+                indents.pop();
+            }
+            indents.push(col);
+        }
+        let mut dashes = 0;
+        let mut rest = content;
+        while let Some(r) = rest
+            .strip_prefix("- ")
+            .or_else(|| (rest == "-").then_some(""))
+        {
+            dashes += 1;
+            rest = r.trim_start();
+        }
+        let mut quote: Option<char> = None;
+        let mut line_max = flow;
+        let mut prev = ' ';
+        for ch in rest.chars() {
+            match quote {
+                Some(q) if ch == q => quote = None,
+                Some(_) => {}
+                None => match ch {
+                    '"' | '\''
+                        if prev == ' '
+                            || prev == '['
+                            || prev == '{'
+                            || prev == ','
+                            || prev == ':' =>
+                    {
+                        quote = Some(ch);
+                    }
+                    '#' if prev == ' ' => break,
+                    '[' | '{' => {
+                        flow += 1;
+                        line_max = line_max.max(flow);
+                    }
+                    ']' | '}' => flow = flow.saturating_sub(1),
+                    _ => {}
+                },
+            }
+            prev = ch;
+        }
+        let depth = indents.len() + dashes + line_max;
+        if depth > MAX_NESTING {
+            return Some((depth, i + 1));
+        }
+        let value = strip_comment_tail(rest);
+        if flow == 0
+            && (value.ends_with('|')
+                || value.ends_with('>')
+                || value.ends_with("|-")
+                || value.ends_with(">-")
+                || value.ends_with("|+")
+                || value.ends_with(">+"))
+        {
+            block_scalar = Some(col);
+        }
+    }
+    None
+}
+
+fn strip_comment_tail(s: &str) -> &str {
+    match s.find(" #") {
+        Some(i) => s[..i].trim_end(),
+        None => s.trim_end(),
+    }
+}
+
 /// Splits on `---` lines; yields each document with the file line it starts on.
-fn split_documents(text: &str) -> Vec<(&str, usize)> {
+pub(crate) fn split_documents(text: &str) -> Vec<(&str, usize)> {
     let mut docs = Vec::new();
     let mut start = 0;
     let mut start_line = 1;
@@ -315,7 +554,10 @@ fn hint_for(name: &str, expected: &[String]) -> Option<String> {
 
 fn type_hint(message: &str) -> Option<String> {
     if message.contains("did not match any variant of untagged enum DependsOn") {
-        return Some("write a list of entry names or a map name: started|healthy".into());
+        return Some(
+            "write a list of entry names, a map name: started|healthy, or name: {condition: healthy}"
+                .into(),
+        );
     }
     if message.starts_with("missing field `default`") {
         return Some("add `default: false`".into());

@@ -1,14 +1,21 @@
-//! Typed Katalog structs (SPEC §1), deserialised with unknown fields denied.
+//! Typed Katalog structs (SPEC §1, §9), deserialised with unknown fields denied.
+//!
+//! After [`crate::load_file`] the model is complete: `apiTypes` is filled from `crdFile` when
+//! needed, file paths are resolved against the Katalog's folder, managed resources carry what
+//! could be derived, and every template and condition knows the Katalog's notes.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
 use crate::condition::Condition;
 use crate::duration::Duration;
-use crate::template::Template;
+use crate::kinds;
+use crate::problem::Problem;
+use crate::template::{Notes, RenderContext, SharedNotes, Template, TemplateError, is_template};
 
 /// One Katalog file (or document): a set of CRD entries ork reconciles.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -18,7 +25,15 @@ pub struct Katalog {
     pub kind: String,
     #[serde(default)]
     pub metadata: KatalogMeta,
+    /// Template functions defined by the Katalog, usable in every templated field.
+    #[serde(default, skip_serializing_if = "NotesBlock::is_empty")]
+    pub notes: NotesBlock,
     pub spec: KatalogSpec,
+    /// What `ork validate` should tell the user that is not an error (for example that a
+    /// templated Secret name widens RBAC). Filled by [`crate::load_file`].
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub notices: Vec<Problem>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
@@ -26,10 +41,52 @@ pub struct Katalog {
 pub struct KatalogMeta {
     #[serde(default)]
     pub name: String,
+    /// Orkestra's tenant grouping of entries (shown by `/katalog`; no effect on watching).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+}
+
+/// Top-level `notes:`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NotesBlock {
+    #[serde(default)]
+    pub functions: Vec<NoteFunction>,
+}
+
+impl NotesBlock {
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+/// `notes.functions[]`: a named template expression, called as `{{ name }}` in any template.
+/// The expression sees the same data as its caller; its output is trimmed, and `true`/`false`
+/// become booleans. Arguments given in a call are `$1`, `$2`… (and `$args`) inside it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NoteFunction {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub expression: String,
+    /// Acknowledges that this note replaces a built-in function of the same name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shadow: bool,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -46,7 +103,22 @@ pub struct CrdEntry {
     pub enabled: bool,
     #[serde(default)]
     pub description: Option<String>,
+    /// Orkestra's `mode`; only `dynamic` applies to ork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Complete after loading: taken from `crdFile` when not written (and checked against it
+    /// when written).
+    #[serde(default)]
     pub api_types: ApiTypes,
+    /// The CRD manifest, resolved against the Katalog's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crd_file: Option<PathBuf>,
+    /// Sample CRs applied once the CRD is established (development helper), resolved paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cr_files: Vec<PathBuf>,
+    /// Manifests applied at start (development helper), resolved paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<PathBuf>,
     #[serde(default = "yes")]
     pub namespaced: bool,
     /// Watch only this namespace; empty watches all.
@@ -56,30 +128,198 @@ pub struct CrdEntry {
     pub label_selector: BTreeMap<String, String>,
     #[serde(default)]
     pub field_selector: BTreeMap<String, String>,
+    /// Labels written onto each CR (values are templates over the CR).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, Template>,
+    /// Annotations written onto each CR (values are templates over the CR).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, Template>,
+    /// Only CRs in these namespaces are reconciled (exact names or `prefix-*` / `*-suffix`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_namespaces: Vec<String>,
+    /// CRs in these namespaces are never reconciled (same patterns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restricted_namespaces: Vec<String>,
+    #[serde(default)]
+    pub endpoints: Endpoints,
     #[serde(default)]
     pub depends_on: DependsOn,
     #[serde(default)]
     pub force_conflict: Option<bool>,
     pub operator_box: OperatorBox,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) notes: Option<SharedNotes>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+impl CrdEntry {
+    /// The Katalog's notes, for building a [`RenderContext`].
+    pub fn notes(&self) -> Option<&Notes> {
+        self.notes.as_deref()
+    }
+
+    /// Allowed namespace patterns of the entry and of `operatorBox.runtime`, merged.
+    pub fn effective_allowed_namespaces(&self) -> Vec<String> {
+        merge_patterns(
+            &self.allowed_namespaces,
+            &self.operator_box.runtime.allowed_namespaces,
+        )
+    }
+
+    /// Restricted namespace patterns of the entry and of `operatorBox.runtime`, merged.
+    pub fn effective_restricted_namespaces(&self) -> Vec<String> {
+        merge_patterns(
+            &self.restricted_namespaces,
+            &self.operator_box.runtime.restricted_namespaces,
+        )
+    }
+
+    /// Whether CRs in `namespace` are reconciled under the namespace guards.
+    pub fn namespace_allowed(&self, namespace: &str) -> bool {
+        let allowed = self.effective_allowed_namespaces();
+        if self
+            .effective_restricted_namespaces()
+            .iter()
+            .any(|p| namespace_matches(namespace, p))
+        {
+            return false;
+        }
+        allowed.is_empty() || allowed.iter().any(|p| namespace_matches(namespace, p))
+    }
+
+    /// The one namespace the guards pin the entry to (`namespace`, or a single exact allowed
+    /// namespace with no restrictions), so a watch can be scoped to it.
+    pub fn single_namespace(&self) -> Option<String> {
+        if let Some(ns) = self.namespace.as_ref().filter(|n| !n.is_empty()) {
+            return Some(ns.clone());
+        }
+        let allowed = self.effective_allowed_namespaces();
+        match allowed.as_slice() {
+            [one] if !one.contains('*') && self.effective_restricted_namespaces().is_empty() => {
+                Some(one.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Renders `labels` and `annotations` for a CR; keys whose value renders empty are left out.
+    ///
+    /// # Errors
+    /// The key and error of the first template that fails.
+    pub fn render_metadata(&self, cr: &Value) -> Result<RenderedMetadata, String> {
+        let ctx = self.render_context(cr);
+        let render = |map: &BTreeMap<String, Template>| {
+            map.iter()
+                .map(|(k, t)| {
+                    t.render_in(&ctx)
+                        .map(|v| (k.clone(), v))
+                        .map_err(|e| format!("{k}: {e}"))
+                })
+                .filter(|r| r.as_ref().map_or(true, |(_, v)| !v.is_empty()))
+                .collect::<Result<BTreeMap<_, _>, _>>()
+        };
+        Ok((render(&self.labels)?, render(&self.annotations)?))
+    }
+
+    /// A render context over `data` with this entry's notes.
+    pub fn render_context<'a>(&'a self, data: &'a Value) -> RenderContext<'a> {
+        let ctx = RenderContext::new(data);
+        match self.notes() {
+            Some(n) => ctx.with_notes(n),
+            None => ctx,
+        }
+    }
+}
+
+/// Rendered `labels` and `annotations` of one CR.
+pub type RenderedMetadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+fn merge_patterns(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in a.iter().chain(b) {
+        if !out.contains(p) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Orkestra's namespace patterns: exact, `*`, `prefix*` or `*suffix`.
+pub fn namespace_matches(namespace: &str, pattern: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    if let Some(prefix) = pattern.strip_suffix('*') {
+        return namespace.starts_with(prefix);
+    }
+    if let Some(suffix) = pattern.strip_prefix('*') {
+        return namespace.ends_with(suffix);
+    }
+    namespace == pattern
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiTypes {
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub plural: String,
 }
 
-/// `dependsOn`: a list of entry names (condition `started`) or a map name → condition.
+/// `endpoints`: which of ork's per-entry HTTP routes exist (all by default).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Endpoints {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// `/katalog/{entry}/health` (and the health annotation on CRs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<bool>,
+    /// `/katalog/{entry}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<bool>,
+}
+
+impl Endpoints {
+    pub fn health_enabled(&self) -> bool {
+        self.enabled != Some(false) && self.health != Some(false)
+    }
+
+    pub fn info_enabled(&self) -> bool {
+        self.enabled != Some(false) && self.info != Some(false)
+    }
+}
+
+/// `dependsOn`: a list of entry names (condition `started`), a map name → condition, or a map
+/// name → `{condition: …}`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DependsOn {
     #[default]
     None,
     List(Vec<String>),
-    Map(BTreeMap<String, DependencyCondition>),
+    Map(BTreeMap<String, Dependency>),
+}
+
+/// One `dependsOn` map value: `healthy` or `{condition: healthy}`.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(untagged)]
+pub enum Dependency {
+    Condition(DependencyCondition),
+    Full { condition: DependencyCondition },
+}
+
+impl Dependency {
+    pub fn condition(self) -> DependencyCondition {
+        match self {
+            Dependency::Condition(c) | Dependency::Full { condition: c } => c,
+        }
+    }
 }
 
 impl DependsOn {
@@ -91,7 +331,10 @@ impl DependsOn {
                 .iter()
                 .map(|n| (n.clone(), DependencyCondition::Started))
                 .collect(),
-            DependsOn::Map(map) => map.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            DependsOn::Map(map) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), v.condition()))
+                .collect(),
         }
     }
 }
@@ -113,6 +356,19 @@ pub struct OperatorBox {
     #[serde(default)]
     pub validation: ValidationRules,
     pub reconcile: Reconcile,
+    /// Orkestra's `operatorBox.runtime`; ork takes its namespace guards.
+    #[serde(default)]
+    pub runtime: RuntimeBox,
+}
+
+/// `operatorBox.runtime`: namespace guards (merged with the entry's own).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuntimeBox {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_namespaces: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restricted_namespaces: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
@@ -126,7 +382,8 @@ pub struct PreReconcile {
     pub reconcile_gate: Option<Gate>,
 }
 
-/// Change detectors computed between the previous and the current object.
+/// Change detectors computed between the previous and the current object: Orkestra's 14
+/// (every `metav1.Object` field) and ork's `specChanged`.
 #[derive(
     Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
 )]
@@ -135,17 +392,38 @@ pub enum Sentinel {
     GenerationChanged,
     LabelsChanged,
     AnnotationsChanged,
-    SpecChanged,
     DeletionStarted,
+    FinalizersChanged,
+    NameChanged,
+    NamespaceChanged,
+    GenerateNameChanged,
+    #[serde(rename = "uidChanged")]
+    UidChanged,
+    ResourceVersionChanged,
+    CreationTimestampChanged,
+    DeletionGracePeriodSecondsChanged,
+    OwnerReferenceChanged,
+    ManagedFieldsChanged,
+    SpecChanged,
 }
 
 impl Sentinel {
-    pub const ALL: [Sentinel; 5] = [
+    pub const ALL: [Sentinel; 15] = [
         Sentinel::GenerationChanged,
         Sentinel::LabelsChanged,
         Sentinel::AnnotationsChanged,
-        Sentinel::SpecChanged,
         Sentinel::DeletionStarted,
+        Sentinel::FinalizersChanged,
+        Sentinel::NameChanged,
+        Sentinel::NamespaceChanged,
+        Sentinel::GenerateNameChanged,
+        Sentinel::UidChanged,
+        Sentinel::ResourceVersionChanged,
+        Sentinel::CreationTimestampChanged,
+        Sentinel::DeletionGracePeriodSecondsChanged,
+        Sentinel::OwnerReferenceChanged,
+        Sentinel::ManagedFieldsChanged,
+        Sentinel::SpecChanged,
     ];
 
     pub fn name(self) -> &'static str {
@@ -153,8 +431,18 @@ impl Sentinel {
             Sentinel::GenerationChanged => "generationChanged",
             Sentinel::LabelsChanged => "labelsChanged",
             Sentinel::AnnotationsChanged => "annotationsChanged",
-            Sentinel::SpecChanged => "specChanged",
             Sentinel::DeletionStarted => "deletionStarted",
+            Sentinel::FinalizersChanged => "finalizersChanged",
+            Sentinel::NameChanged => "nameChanged",
+            Sentinel::NamespaceChanged => "namespaceChanged",
+            Sentinel::GenerateNameChanged => "generateNameChanged",
+            Sentinel::UidChanged => "uidChanged",
+            Sentinel::ResourceVersionChanged => "resourceVersionChanged",
+            Sentinel::CreationTimestampChanged => "creationTimestampChanged",
+            Sentinel::DeletionGracePeriodSecondsChanged => "deletionGracePeriodSecondsChanged",
+            Sentinel::OwnerReferenceChanged => "ownerReferenceChanged",
+            Sentinel::ManagedFieldsChanged => "managedFieldsChanged",
+            Sentinel::SpecChanged => "specChanged",
         }
     }
 
@@ -163,7 +451,8 @@ impl Sentinel {
     }
 }
 
-/// A gate passes when every `when` condition and (if any) one `or` condition holds.
+/// A gate passes when every `when` condition holds, one `or` condition holds (if any), and one
+/// of the `sentinels` listed is true (if any).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Gate {
@@ -171,6 +460,22 @@ pub struct Gate {
     pub when: Vec<Condition>,
     #[serde(default)]
     pub or: Vec<Condition>,
+    /// Orkestra's shorthand: the gate opens when any of these (declared) sentinels is true.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sentinels: Vec<Sentinel>,
+    /// What the gate does when a condition cannot be evaluated (a template that fails).
+    #[serde(default)]
+    pub fail_policy: FailPolicy,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum FailPolicy {
+    /// Pass the gate (Orkestra's default).
+    #[default]
+    Open,
+    /// Hold the object back.
+    Closed,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
@@ -237,6 +542,10 @@ pub struct Queue {
     pub failure_threshold: u32,
     #[serde(default)]
     pub retry_backoff: RetryBackoff,
+    /// Calls per failure series (the first included); then the object waits for its next
+    /// event or resync. Unlimited when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for Queue {
@@ -244,20 +553,28 @@ impl Default for Queue {
         Queue {
             failure_threshold: default_failure_threshold(),
             retry_backoff: RetryBackoff::default(),
+            max_attempts: None,
         }
     }
 }
 
-/// Per-object exponential backoff after failed reconciles; reset on success.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+impl Queue {
+    /// `queue.maxAttempts`, else `queue.retryBackoff.maxAttempts`.
+    pub fn max_attempts(&self) -> Option<u32> {
+        self.max_attempts.or(self.retry_backoff.max_attempts)
+    }
+}
+
+/// Per-object exponential backoff after failed reconciles; reset on success. Written as a map
+/// or as a single duration (the initial delay).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
 pub struct RetryBackoff {
-    #[serde(default = "default_backoff_initial")]
     pub initial: Duration,
-    #[serde(default = "default_backoff_max")]
     pub max: Duration,
-    #[serde(default = "default_backoff_multiplier")]
     pub multiplier: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for RetryBackoff {
@@ -266,7 +583,81 @@ impl Default for RetryBackoff {
             initial: default_backoff_initial(),
             max: default_backoff_max(),
             multiplier: default_backoff_multiplier(),
+            max_attempts: None,
         }
+    }
+}
+
+/// The map form of `retryBackoff`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RetryBackoffFields {
+    #[serde(default = "default_backoff_initial")]
+    initial: Duration,
+    #[serde(default)]
+    max: Option<Duration>,
+    #[serde(default = "default_backoff_multiplier")]
+    multiplier: f64,
+    #[serde(default)]
+    max_attempts: Option<u32>,
+}
+
+/// Schema of `retryBackoff`: a duration or the map.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum RetryBackoffSchema {
+    Initial(Duration),
+    Fields(RetryBackoffFields),
+}
+
+impl JsonSchema for RetryBackoff {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RetryBackoff".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        RetryBackoffSchema::json_schema(g)
+    }
+}
+
+impl<'de> Deserialize<'de> for RetryBackoff {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RetryBackoff;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a duration such as 5s, or {initial, max, multiplier, maxAttempts}")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RetryBackoff, E> {
+                let initial: Duration = s.parse().map_err(E::custom)?;
+                Ok(RetryBackoff {
+                    initial,
+                    max: initial.max(default_backoff_max()),
+                    ..RetryBackoff::default()
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RetryBackoff, A::Error> {
+                let f = RetryBackoffFields::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(RetryBackoff {
+                    initial: f.initial,
+                    max: f
+                        .max
+                        .unwrap_or_else(|| f.initial.max(default_backoff_max())),
+                    multiplier: f.multiplier,
+                    max_attempts: f.max_attempts,
+                })
+            }
+        }
+        d.deserialize_any(Visit)
     }
 }
 
@@ -286,7 +677,7 @@ pub struct Remote {
     /// Exec transport: environment variables for the command, besides `PATH`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Orkestra's transport selector; only `http` exists.
+    /// Orkestra's transport selector (`type`, later `protocol`); only `http` exists.
     #[serde(default, alias = "protocol", rename = "type")]
     pub transport: Option<String>,
     #[serde(default = "default_timeout")]
@@ -313,6 +704,68 @@ pub struct Remote {
     /// TLS for an https endpoint: an extra CA and a client certificate (mTLS).
     #[serde(default)]
     pub tls: Option<Tls>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) notes: Option<SharedNotes>,
+}
+
+impl Remote {
+    /// The endpoint for one CR (templates rendered with the Katalog's notes).
+    ///
+    /// # Errors
+    /// No endpoint (an exec transport), or a template that fails.
+    pub fn render_endpoint(&self, data: &Value) -> Result<String, TemplateError> {
+        let endpoint = self
+            .endpoint
+            .as_ref()
+            .ok_or_else(|| TemplateError("the remote block has no endpoint".into()))?;
+        endpoint.render_in(&self.render_context(data))
+    }
+
+    /// `args` for one CR, as Orkestra sends them: string values with templates are rendered
+    /// and the result coerced to its JSON type (`"5"` → 5, `"true"` → true, JSON text → the
+    /// value); other values pass through.
+    ///
+    /// # Errors
+    /// The key and error of the first template that fails.
+    pub fn render_args(&self, data: &Value) -> Result<Map<String, Value>, String> {
+        let ctx = self.render_context(data);
+        let mut out = Map::new();
+        for (key, value) in &self.args {
+            let v = match value {
+                Value::String(s) if is_template(s) => {
+                    let rendered = Template::parse(s)
+                        .and_then(|t| t.render_in(&ctx))
+                        .map_err(|e| format!("args.{key}: {e}"))?;
+                    coerce(rendered)
+                }
+                other => other.clone(),
+            };
+            out.insert(key.clone(), v);
+        }
+        Ok(out)
+    }
+
+    /// A render context over `data` with the Katalog's notes.
+    pub fn render_context<'a>(&'a self, data: &'a Value) -> RenderContext<'a> {
+        let ctx = RenderContext::new(data);
+        match self.notes.as_deref() {
+            Some(n) => ctx.with_notes(n),
+            None => ctx,
+        }
+    }
+}
+
+fn coerce(text: String) -> Value {
+    match text.as_str() {
+        "true" => return Value::Bool(true),
+        "false" => return Value::Bool(false),
+        _ => {}
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v @ (Value::Number(_) | Value::Object(_) | Value::Array(_))) => v,
+        _ => Value::String(text),
+    }
 }
 
 /// `remote.tls`. Verification is always on; these add trust and identity, never remove checks.
@@ -352,20 +805,202 @@ fn default_ca_key() -> String {
     "ca.crt".into()
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// A child type the service may return, given as Orkestra allows: `group`/`plural`, `kind`
+/// (built-in kinds resolve to their group and plural) or `apiVersion` + `kind`.
+///
+/// After loading, `group` is always known. `plural` is empty only for a `kind` that is neither
+/// built in nor an entry of the Katalog: discovery resolves it by kind ([`Self::needs_discovery`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManagedResource {
     pub group: String,
-    #[serde(default)]
     pub version: Option<String>,
     pub plural: String,
-    #[serde(default)]
     pub kind: Option<String>,
+    /// `apiVersion` as written.
+    pub api_version: Option<String>,
+    /// Orkestra's per-resource `name`: the only object name children of this type may have.
+    pub name: Option<String>,
+    /// Orkestra's per-resource `namespace` (also added to `namespaces`).
+    pub namespace: Option<String>,
     /// Other namespaces children of this type may be written to.
-    #[serde(default)]
     pub namespaces: Vec<String>,
-    #[serde(default)]
     pub cluster_scoped: bool,
+}
+
+impl ManagedResource {
+    /// True when `plural` must still be found through discovery (by `kind`).
+    pub fn needs_discovery(&self) -> bool {
+        self.plural.is_empty()
+    }
+
+    /// `group/plural` (or `group/Kind` before discovery), `core` for the core group.
+    pub fn describe(&self) -> String {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        if self.plural.is_empty() {
+            format!("{group}/{}", self.kind.as_deref().unwrap_or("?"))
+        } else {
+            format!("{group}/{}", self.plural)
+        }
+    }
+}
+
+/// `managedResources[]` as written.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManagedResourceSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plural: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_scoped: bool,
+}
+
+impl TryFrom<ManagedResourceSpec> for ManagedResource {
+    type Error = String;
+
+    fn try_from(s: ManagedResourceSpec) -> Result<Self, String> {
+        let (av_group, av_version) = match &s.api_version {
+            Some(av) => match av.split_once('/') {
+                Some((g, v)) if !g.is_empty() && !v.is_empty() && !v.contains('/') => {
+                    (Some(g.to_string()), Some(v.to_string()))
+                }
+                None if !av.is_empty() => (Some(String::new()), Some(av.clone())),
+                _ => return Err(format!("apiVersion \"{av}\" is not group/version or v1")),
+            },
+            None => (None, None),
+        };
+        if let (Some(g), Some(ag)) = (&s.group, &av_group)
+            && g != ag
+        {
+            return Err(format!(
+                "group \"{g}\" does not match apiVersion \"{}\"",
+                s.api_version.as_deref().unwrap_or_default()
+            ));
+        }
+        if let (Some(v), Some(av)) = (&s.version, &av_version)
+            && v != av
+        {
+            return Err(format!(
+                "version \"{v}\" does not match apiVersion \"{}\"",
+                s.api_version.as_deref().unwrap_or_default()
+            ));
+        }
+        let given_group = s.group.clone().or(av_group);
+        let plural = s.plural.clone().filter(|p| !p.is_empty());
+        let builtin = match (&s.kind, &plural) {
+            (Some(kind), _) => kinds::by_kind(kind, given_group.as_deref()),
+            (None, Some(p)) => given_group.as_deref().and_then(|g| kinds::by_plural(g, p)),
+            (None, None) => None,
+        };
+        let group = match (given_group, builtin) {
+            (Some(g), _) => g,
+            (None, Some(b)) => b.group.to_string(),
+            (None, None) => {
+                return Err(match &s.kind {
+                    Some(kind) => format!(
+                        "kind \"{kind}\" is not a built-in Kubernetes kind: add its apiVersion (e.g. example.com/v1) or group"
+                    ),
+                    None => {
+                        "a managed resource needs group and plural, a kind, or apiVersion and kind"
+                            .into()
+                    }
+                });
+            }
+        };
+        if plural.is_none() && s.kind.is_none() {
+            return Err(format!(
+                "give plural (or kind) for group \"{}\"",
+                if group.is_empty() { "core" } else { &group }
+            ));
+        }
+        if let (Some(p), Some(b)) = (&plural, builtin)
+            && p != b.plural
+            && s.kind.is_some()
+        {
+            return Err(format!(
+                "kind {} is plural \"{}\", not \"{p}\"",
+                b.kind, b.plural
+            ));
+        }
+        let mut namespaces = s.namespaces.clone();
+        if let Some(ns) = &s.namespace
+            && !namespaces.contains(ns)
+        {
+            namespaces.push(ns.clone());
+        }
+        Ok(ManagedResource {
+            plural: plural
+                .or_else(|| builtin.map(|b| b.plural.to_string()))
+                .unwrap_or_default(),
+            kind: s
+                .kind
+                .clone()
+                .or_else(|| builtin.map(|b| b.kind.to_string())),
+            cluster_scoped: s.cluster_scoped || builtin.is_some_and(|b| !b.namespaced),
+            version: s.version.clone().or(av_version),
+            group,
+            api_version: s.api_version,
+            name: s.name,
+            namespace: s.namespace,
+            namespaces,
+        })
+    }
+}
+
+impl From<&ManagedResource> for ManagedResourceSpec {
+    fn from(m: &ManagedResource) -> Self {
+        ManagedResourceSpec {
+            group: Some(m.group.clone()),
+            version: m.version.clone(),
+            plural: Some(m.plural.clone()).filter(|p| !p.is_empty()),
+            kind: m.kind.clone(),
+            api_version: m.api_version.clone(),
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            namespaces: m.namespaces.clone(),
+            cluster_scoped: m.cluster_scoped,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ManagedResource {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let spec = ManagedResourceSpec::deserialize(d)?;
+        ManagedResource::try_from(spec).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for ManagedResource {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ManagedResourceSpec::from(self).serialize(s)
+    }
+}
+
+impl JsonSchema for ManagedResource {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ManagedResource".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ManagedResourceSpec::json_schema(g)
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -382,15 +1017,36 @@ pub struct Auth {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretRef {
+    /// The Secret's name; may be a template over the CR (`{{ .metadata.name }}-token`).
     pub name: String,
     pub key: String,
     #[serde(default)]
     pub namespace: Option<String>,
 }
 
+impl SecretRef {
+    /// True when `name` is a template: the Secret differs per CR, so RBAC must grant `get`
+    /// on every Secret of its namespace rather than one `resourceName`.
+    pub fn is_templated(&self) -> bool {
+        is_template(&self.name)
+    }
+
+    /// The Secret's name for one CR.
+    ///
+    /// # Errors
+    /// A template that does not parse or render.
+    pub fn render_name(&self, ctx: &RenderContext<'_>) -> Result<String, TemplateError> {
+        if !self.is_templated() {
+            return Ok(self.name.clone());
+        }
+        Template::parse(&self.name)?.render_in(ctx)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RateLimit {
+    /// Calls per second, between 0.001 and 1,000,000.
     pub qps: f64,
     #[serde(default = "default_burst")]
     pub burst: u32,
@@ -419,6 +1075,36 @@ pub struct ChildrenPayload {
     pub enabled: bool,
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// When set, only these child types (lowercase kind, e.g. `deployment`) are sent, each
+    /// with its own `exclude` (`null`/absent: the root `exclude`; `[]`: strip nothing).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, Option<ChildResourcePayload>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChildResourcePayload {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+}
+
+impl ChildrenPayload {
+    /// The paths to strip from children of `type_name` (lowercase kind), or `None` when that
+    /// type is not sent at all.
+    pub fn exclude_for(&self, type_name: &str) -> Option<&[String]> {
+        if !self.enabled {
+            return None;
+        }
+        if self.resources.is_empty() {
+            return Some(&self.exclude);
+        }
+        match self.resources.get(type_name)? {
+            Some(ChildResourcePayload {
+                exclude: Some(list),
+            }) => Some(list),
+            _ => Some(&self.exclude),
+        }
+    }
 }
 
 impl Default for ChildrenPayload {
@@ -426,6 +1112,7 @@ impl Default for ChildrenPayload {
         ChildrenPayload {
             enabled: true,
             exclude: Vec::new(),
+            resources: BTreeMap::new(),
         }
     }
 }

@@ -1,16 +1,23 @@
-//! Semantic checks on a typed Katalog: what deserialisation alone cannot see.
+//! Semantic checks on a typed Katalog: what deserialisation alone cannot see, and the notices
+//! `ork validate` shows without failing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::condition::{Condition, Subject};
+use crate::condition::{Check, Condition, Subject};
 use crate::model::{CrdEntry, Gate, Katalog, Remote, Sentinel};
-use crate::template::Template;
+use crate::template::{BUILTIN_FUNCTIONS, Template, is_template, unsupported_reason};
 
 pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
 
-/// One semantic problem at a field path.
+/// Bounds of `remote.rateLimit.qps` (calls per second).
+pub const MIN_QPS: f64 = 0.001;
+pub const MAX_QPS: f64 = 1_000_000.0;
+/// Largest `remote.rateLimit.burst`.
+pub const MAX_BURST: u32 = 1_000_000;
+
+/// One semantic problem (or notice) at a field path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub path: String,
@@ -29,6 +36,14 @@ impl Findings {
             hint: hint.map(str::to_string),
         });
     }
+}
+
+/// Which functions a template at some place may call.
+struct Scope<'a> {
+    notes: &'a BTreeSet<String>,
+    declared: &'a BTreeSet<Sentinel>,
+    /// Sentinels are known only in preReconcile gates.
+    sentinels: bool,
 }
 
 /// Every semantic problem in `katalog`.
@@ -51,20 +66,279 @@ pub fn validate(katalog: &Katalog) -> Vec<Finding> {
     if katalog.spec.crds.is_empty() {
         f.add("spec.crds", "the Katalog declares no entries", None);
     }
+    let notes = check_notes(&mut f, katalog);
     for (name, entry) in &katalog.spec.crds {
-        check_entry(&mut f, katalog, name, entry);
+        check_entry(&mut f, katalog, &notes, name, entry);
     }
     check_dependency_cycles(&mut f, katalog);
     f.0
 }
 
-fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry) {
+/// What `ork validate` reports without failing.
+pub fn notices(katalog: &Katalog) -> Vec<Finding> {
+    let mut f = Findings::default();
+    for (name, entry) in &katalog.spec.crds {
+        let Some(remote) = &entry.operator_box.reconcile.remote else {
+            continue;
+        };
+        let rp = format!("spec.crds.{name}.operatorBox.reconcile.remote");
+        if let Some(s) = remote.auth.as_ref().and_then(|a| a.secret_ref.as_ref())
+            && s.is_templated()
+        {
+            let ns = s.namespace.as_deref().unwrap_or("ork's own namespace");
+            f.add(
+                format!("{rp}.auth.secretRef.name"),
+                format!(
+                    "the Secret name is a template: RBAC grants get on every Secret in {ns} (no resourceNames)"
+                ),
+                Some("a literal name keeps RBAC to that one Secret"),
+            );
+        }
+        if remote.managed_resources.is_empty() && remote.command.is_none() {
+            f.add(
+                format!("{rp}.managedResources"),
+                "no managedResources: the service may not return any child",
+                None,
+            );
+        }
+        for (i, m) in remote.managed_resources.iter().enumerate() {
+            if m.needs_discovery() {
+                f.add(
+                    format!("{rp}.managedResources[{i}]"),
+                    format!(
+                        "the plural of {} is found through discovery when ork starts",
+                        m.describe()
+                    ),
+                    Some("add `plural:` to fix it in the Katalog"),
+                );
+            }
+        }
+    }
+    f.0
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Checks `notes.functions`; returns the note names for the template checks.
+fn check_notes(f: &mut Findings, k: &Katalog) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut calls: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, note) in k.notes.functions.iter().enumerate() {
+        let p = format!("notes.functions[{i}]");
+        if !is_identifier(&note.name) {
+            f.add(
+                format!("{p}.name"),
+                format!("note name \"{}\" is not an identifier", note.name),
+                Some("use letters, digits and _ (e.g. reconcilerEndpoint)"),
+            );
+            continue;
+        }
+        if Sentinel::from_name(&note.name).is_some() {
+            f.add(
+                format!("{p}.name"),
+                format!("note \"{}\" has the name of a sentinel", note.name),
+                Some("rename the note"),
+            );
+        } else if BUILTIN_FUNCTIONS.contains(&note.name.as_str()) && !note.shadow {
+            f.add(
+                format!("{p}.name"),
+                format!("note \"{}\" has the name of a built-in function", note.name),
+                Some("rename it, or add `shadow: true` to replace the built-in"),
+            );
+        }
+        if !names.insert(note.name.clone()) {
+            f.add(
+                format!("{p}.name"),
+                format!("note \"{}\" is declared twice", note.name),
+                None,
+            );
+        }
+        if let Ok(t) = Template::parse(&note.expression) {
+            calls.insert(note.name.clone(), t.functions());
+        }
+    }
+    let declared = BTreeSet::new();
+    let scope = Scope {
+        notes: &names,
+        declared: &declared,
+        sentinels: true,
+    };
+    for (i, note) in k.notes.functions.iter().enumerate() {
+        if let Ok(t) = Template::parse(&note.expression) {
+            check_functions(
+                f,
+                &format!("notes.functions[{i}].expression"),
+                &t,
+                &scope,
+                true,
+            );
+        }
+    }
+    for (i, note) in k.notes.functions.iter().enumerate() {
+        if let Some(through) = cycle_from(&note.name, &calls) {
+            f.add(
+                format!("notes.functions[{i}].expression"),
+                format!("note \"{}\" calls itself{through}", note.name),
+                Some("notes may call each other, but not in a circle"),
+            );
+        }
+    }
+    names
+}
+
+/// `Some(" through a, b")` when `start` reaches itself through note calls.
+fn cycle_from(start: &str, calls: &BTreeMap<String, Vec<String>>) -> Option<String> {
+    let mut stack: Vec<(String, Vec<String>)> = vec![(start.to_string(), Vec::new())];
+    let mut seen = BTreeSet::new();
+    while let Some((name, path)) = stack.pop() {
+        for next in calls.get(&name).into_iter().flatten() {
+            if next == start {
+                return Some(if path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" through {}", path.join(", "))
+                });
+            }
+            if calls.contains_key(next) && seen.insert(next.clone()) {
+                let mut p = path.clone();
+                p.push(next.clone());
+                stack.push((next.clone(), p));
+            }
+        }
+    }
+    None
+}
+
+/// Every function a template calls must exist where it is used.
+fn check_functions(f: &mut Findings, path: &str, t: &Template, scope: &Scope, in_note: bool) {
+    for name in t.functions() {
+        if scope.notes.contains(&name) || BUILTIN_FUNCTIONS.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(s) = Sentinel::from_name(&name) {
+            if in_note {
+                continue;
+            }
+            if !scope.sentinels {
+                f.add(
+                    path,
+                    format!("sentinel \"{name}\" is only known in preReconcile gates"),
+                    Some("sentinels describe the event that enqueued the object; use them in enqueueGate or reconcileGate"),
+                );
+            } else if !scope.declared.contains(&s) {
+                f.add(
+                    path,
+                    format!("sentinel \"{name}\" is not declared"),
+                    Some(&format!(
+                        "add it to operatorBox.preReconcile.sentinels: [{name}]"
+                    )),
+                );
+            }
+            continue;
+        }
+        if let Some(why) = unsupported_reason(&name) {
+            f.add(
+                path,
+                format!("\"{name}\" is an Orkestra note ork does not provide"),
+                Some(why),
+            );
+            continue;
+        }
+        let mut known: Vec<&str> = BUILTIN_FUNCTIONS.to_vec();
+        known.extend(scope.notes.iter().map(String::as_str));
+        if scope.sentinels {
+            known.extend(scope.declared.iter().map(|s| s.name()));
+        }
+        let hint = match crate::suggest::closest(&name, known.iter().copied()) {
+            Some(best) => format!("did you mean \"{best}\"?"),
+            None => "define it under notes.functions, or use a built-in function".into(),
+        };
+        f.add(
+            path,
+            format!("invalid template: function \"{name}\" not defined"),
+            Some(&hint),
+        );
+    }
+}
+
+fn check_template_str(f: &mut Findings, path: &str, s: &str, scope: &Scope) {
+    match Template::parse(s) {
+        Ok(t) => check_functions(f, path, &t, scope, false),
+        Err(e) => f.add(path, format!("invalid template: {e}"), None),
+    }
+}
+
+fn check_namespace_patterns(f: &mut Findings, path: &str, patterns: &[String]) {
+    for (i, p) in patterns.iter().enumerate() {
+        let inner = p.trim_start_matches('*').trim_end_matches('*');
+        let stars_inside = p != "*" && inner.contains('*');
+        let stars_both_ends = p.len() > 1 && p.starts_with('*') && p.ends_with('*');
+        let ok = !p.is_empty()
+            && !stars_inside
+            && !stars_both_ends
+            && inner
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !ok {
+            f.add(
+                format!("{path}[{i}]"),
+                format!("\"{p}\" is not a namespace or a prefix*/`*`suffix pattern"),
+                Some("e.g. apps, team-* or *-sandbox"),
+            );
+        }
+    }
+}
+
+fn is_label_key(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            })
+    });
+    name_ok && prefix_ok
+}
+
+fn check_entry(
+    f: &mut Findings,
+    katalog: &Katalog,
+    notes: &BTreeSet<String>,
+    name: &str,
+    entry: &CrdEntry,
+) {
     let p = format!("spec.crds.{name}");
     if !is_dns_label(name) {
         f.add(
             &p,
             format!("entry name \"{name}\" must be a lowercase DNS label"),
             Some("it appears in metric labels and health URLs"),
+        );
+    }
+    if let Some(mode) = &entry.mode
+        && mode != "dynamic"
+    {
+        f.add(
+            format!("{p}.mode"),
+            format!("mode \"{mode}\" is not supported by ork"),
+            Some("typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove `mode`"),
         );
     }
     let t = &entry.api_types;
@@ -74,11 +348,11 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
         ("kind", &t.kind),
         ("plural", &t.plural),
     ] {
-        if value.trim().is_empty() {
+        if value.trim().is_empty() && entry.crd_file.is_none() {
             f.add(
                 format!("{p}.apiTypes.{field}"),
                 format!("apiTypes.{field} is required"),
-                None,
+                Some("or point `crdFile:` at the CRD manifest to read apiTypes from it"),
             );
         }
     }
@@ -94,6 +368,36 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
             format!("{p}.namespace"),
             "a cluster-scoped entry cannot watch one namespace",
             Some("remove `namespace` or set `namespaced: true`"),
+        );
+    }
+    check_namespace_patterns(
+        f,
+        &format!("{p}.allowedNamespaces"),
+        &entry.allowed_namespaces,
+    );
+    check_namespace_patterns(
+        f,
+        &format!("{p}.restrictedNamespaces"),
+        &entry.restricted_namespaces,
+    );
+    let rt = &entry.operator_box.runtime;
+    check_namespace_patterns(
+        f,
+        &format!("{p}.operatorBox.runtime.allowedNamespaces"),
+        &rt.allowed_namespaces,
+    );
+    check_namespace_patterns(
+        f,
+        &format!("{p}.operatorBox.runtime.restrictedNamespaces"),
+        &rt.restricted_namespaces,
+    );
+    let guarded = !entry.effective_allowed_namespaces().is_empty()
+        || !entry.effective_restricted_namespaces().is_empty();
+    if !entry.namespaced && guarded {
+        f.add(
+            format!("{p}.allowedNamespaces"),
+            "namespace guards do not apply to a cluster-scoped entry",
+            None,
         );
     }
     for (dep, _) in entry.depends_on.entries() {
@@ -114,6 +418,32 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
 
     let ob = &entry.operator_box;
     let declared: BTreeSet<Sentinel> = ob.pre_reconcile.sentinels.iter().copied().collect();
+    let plain = Scope {
+        notes,
+        declared: &declared,
+        sentinels: false,
+    };
+    let gates = Scope {
+        notes,
+        declared: &declared,
+        sentinels: true,
+    };
+    for (kind, map) in [
+        ("labels", &entry.labels),
+        ("annotations", &entry.annotations),
+    ] {
+        for (key, t) in map {
+            let kp = format!("{p}.{kind}.{key}");
+            if !is_label_key(key) {
+                f.add(
+                    &kp,
+                    format!("\"{key}\" is not a valid {} key", &kind[..kind.len() - 1]),
+                    Some("a name of at most 63 characters, optionally prefixed by a DNS subdomain and /"),
+                );
+            }
+            check_functions(f, &kp, t, &plain, false);
+        }
+    }
     for (gate_name, gate) in [
         ("enqueueGate", &ob.pre_reconcile.enqueue_gate),
         ("reconcileGate", &ob.pre_reconcile.reconcile_gate),
@@ -123,7 +453,7 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
                 f,
                 &format!("{p}.operatorBox.preReconcile.{gate_name}"),
                 gate,
-                &declared,
+                &gates,
             );
         }
     }
@@ -132,7 +462,7 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
             f,
             &format!("{p}.operatorBox.validation.rules[{i}]"),
             rule,
-            &declared,
+            &plain,
             true,
         );
     }
@@ -152,6 +482,16 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
                 "`as` must be a unique, non-empty name",
                 None,
             );
+        }
+        let s = &cross.selector;
+        for (field, t) in s
+            .name
+            .iter()
+            .map(|t| ("name".to_string(), t))
+            .chain(s.namespace.iter().map(|t| ("namespace".to_string(), t)))
+            .chain(s.labels.iter().map(|(k, t)| (format!("labels.{k}"), t)))
+        {
+            check_functions(f, &format!("{cp}.selector.{field}"), t, &plain, false);
         }
     }
 
@@ -182,6 +522,18 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
             None,
         );
     }
+    for (path, attempts) in [
+        ("queue.maxAttempts", r.queue.max_attempts),
+        ("queue.retryBackoff.maxAttempts", b.max_attempts),
+    ] {
+        if attempts == Some(0) {
+            f.add(
+                format!("{rp}.{path}"),
+                "maxAttempts must be at least 1 (the first call counts)",
+                Some("remove it for unlimited retries"),
+            );
+        }
+    }
     if r.queue.failure_threshold == 0 {
         f.add(
             format!("{rp}.queue.failureThreshold"),
@@ -206,29 +558,35 @@ fn check_entry(f: &mut Findings, katalog: &Katalog, name: &str, entry: &CrdEntry
                     Some("without it Orkestra starts its built-in reconciler and ignores `remote`; add `default: false` under `reconcile`"),
                 );
             }
-            check_remote(f, &format!("{rp}.remote"), remote);
+            check_remote(f, &format!("{rp}.remote"), remote, &plain);
         }
     }
 }
 
-fn check_gate(f: &mut Findings, path: &str, gate: &Gate, declared: &BTreeSet<Sentinel>) {
-    if gate.when.is_empty() && gate.or.is_empty() {
-        f.add(path, "a gate needs `when` or `or` conditions", None);
+fn check_gate(f: &mut Findings, path: &str, gate: &Gate, scope: &Scope) {
+    if gate.when.is_empty() && gate.or.is_empty() && gate.sentinels.is_empty() {
+        f.add(path, "a gate needs `when`, `or` or `sentinels`", None);
+    }
+    for (i, s) in gate.sentinels.iter().enumerate() {
+        if !scope.declared.contains(s) {
+            f.add(
+                format!("{path}.sentinels[{i}]"),
+                format!("sentinel \"{}\" is not declared", s.name()),
+                Some(&format!(
+                    "add it to operatorBox.preReconcile.sentinels: [{}]",
+                    s.name()
+                )),
+            );
+        }
     }
     for (list, conds) in [("when", &gate.when), ("or", &gate.or)] {
         for (i, c) in conds.iter().enumerate() {
-            check_condition(f, &format!("{path}.{list}[{i}]"), c, declared, false);
+            check_condition(f, &format!("{path}.{list}[{i}]"), c, scope, false);
         }
     }
 }
 
-fn check_condition(
-    f: &mut Findings,
-    path: &str,
-    c: &Condition,
-    declared: &BTreeSet<Sentinel>,
-    is_rule: bool,
-) {
+fn check_condition(f: &mut Findings, path: &str, c: &Condition, scope: &Scope, is_rule: bool) {
     if c.action.is_some() && !is_rule {
         f.add(
             format!("{path}.action"),
@@ -242,24 +600,39 @@ fn check_condition(
                 f.add(format!("{path}.{}", e.field), e.message, e.hint.as_deref());
             }
         }
-        Ok(check) => {
-            if let Subject::Sentinel(s) = check.subject
-                && !declared.contains(&s)
-            {
-                f.add(
-                    format!("{path}.sentinel"),
-                    format!("sentinel \"{}\" is not declared", s.name()),
-                    Some(&format!(
-                        "add it to operatorBox.preReconcile.sentinels: [{}]",
-                        s.name()
-                    )),
-                );
-            }
-        }
+        Ok(check) => check_compiled(f, path, &check, scope),
     }
 }
 
-fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
+fn check_compiled(f: &mut Findings, path: &str, check: &Check, scope: &Scope) {
+    match &check.subject {
+        Subject::Sentinel(s) if !scope.sentinels => f.add(
+            format!("{path}.sentinel"),
+            format!(
+                "sentinel \"{}\" is only known in preReconcile gates",
+                s.name()
+            ),
+            None,
+        ),
+        Subject::Sentinel(s) if !scope.declared.contains(s) => f.add(
+            format!("{path}.sentinel"),
+            format!("sentinel \"{}\" is not declared", s.name()),
+            Some(&format!(
+                "add it to operatorBox.preReconcile.sentinels: [{}]",
+                s.name()
+            )),
+        ),
+        Subject::Template(t) => check_functions(f, &format!("{path}.field"), t, scope, false),
+        _ => {}
+    }
+    if let Value::String(s) = &check.value
+        && is_template(s)
+    {
+        check_template_str(f, path, s, scope);
+    }
+}
+
+fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &Scope) {
     match (&remote.endpoint, &remote.command) {
         (None, None) => f.add(
             format!("{rp}.endpoint"),
@@ -271,7 +644,10 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
             "set either `endpoint` (HTTP) or `command` (exec), not both",
             None,
         ),
-        (Some(endpoint), None) => check_endpoint(f, rp, endpoint),
+        (Some(endpoint), None) => {
+            check_functions(f, &format!("{rp}.endpoint"), endpoint, scope, false);
+            check_endpoint(f, rp, endpoint);
+        }
         (None, Some(cmd)) => {
             if cmd.first().is_none_or(|p| p.trim().is_empty()) {
                 f.add(format!("{rp}.command"), "command needs a program", Some("e.g. command: [./reconcile.sh]"));
@@ -303,7 +679,11 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
         f.add(
             format!("{rp}.type"),
             format!("unsupported transport \"{t}\""),
-            Some("only `http` is supported (or `command:` for the exec transport)"),
+            Some(if t == "grpc" {
+                "grpc is reserved in Orkestra too; use `http` (or `command:` for the exec transport)"
+            } else {
+                "only `http` is supported (or `command:` for the exec transport)"
+            }),
         );
     }
     if remote.timeout.is_zero() {
@@ -322,35 +702,21 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
     }
     for (key, value) in &remote.args {
         if let Value::String(s) = value
-            && let Err(e) = Template::parse(s)
+            && is_template(s)
         {
-            f.add(
-                format!("{rp}.args.{key}"),
-                format!("invalid template: {e}"),
-                None,
-            );
+            check_template_str(f, &format!("{rp}.args.{key}"), s, scope);
         }
     }
-    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, m) in remote.managed_resources.iter().enumerate() {
         let mp = format!("{rp}.managedResources[{i}]");
-        if m.plural.trim().is_empty() {
-            f.add(
-                format!("{mp}.plural"),
-                "plural is required",
-                Some("e.g. deployments"),
-            );
-        } else if m.plural != m.plural.to_lowercase() {
+        if !m.plural.is_empty() && m.plural != m.plural.to_lowercase() {
             f.add(format!("{mp}.plural"), "plural must be lowercase", None);
         }
-        if let Some(first) = seen.insert((m.group.clone(), m.plural.clone()), i) {
+        if let Some(first) = seen.insert(m.describe(), i) {
             f.add(
                 &mp,
-                format!(
-                    "duplicate managed resource {}/{}",
-                    if m.group.is_empty() { "core" } else { &m.group },
-                    m.plural
-                ),
+                format!("duplicate managed resource {}", m.describe()),
                 Some(&format!(
                     "already declared as managedResources[{first}]; remove one"
                 )),
@@ -360,6 +726,15 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
             f.add(
                 format!("{mp}.namespaces"),
                 "a cluster-scoped resource has no namespaces",
+                None,
+            );
+        }
+        if let Some(n) = &m.name
+            && (n.is_empty() || is_template(n))
+        {
+            f.add(
+                format!("{mp}.name"),
+                "name must be a literal object name",
                 None,
             );
         }
@@ -378,6 +753,9 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
                         "secretRef needs name and key",
                         None,
                     );
+                }
+                if s.is_templated() {
+                    check_template_str(f, &format!("{rp}.auth.secretRef.name"), &s.name, scope);
                 }
             }
             (None, Some(env)) => {
@@ -403,10 +781,20 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
             );
         }
     }
-    for (which, paths) in [
-        ("payload.object.exclude", &remote.payload.object.exclude),
-        ("payload.children.exclude", &remote.payload.children.exclude),
-    ] {
+    let children = &remote.payload.children;
+    let mut dot_paths: Vec<(String, &Vec<String>)> = vec![
+        (
+            "payload.object.exclude".into(),
+            &remote.payload.object.exclude,
+        ),
+        ("payload.children.exclude".into(), &children.exclude),
+    ];
+    for (key, per) in &children.resources {
+        if let Some(list) = per.as_ref().and_then(|r| r.exclude.as_ref()) {
+            dot_paths.push((format!("payload.children.resources.{key}.exclude"), list));
+        }
+    }
+    for (which, paths) in dot_paths {
         for (i, dot) in paths.iter().enumerate() {
             if dot.is_empty() || dot.split('.').any(str::is_empty) {
                 f.add(
@@ -415,6 +803,30 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
                     Some("e.g. metadata.managedFields"),
                 );
             }
+        }
+    }
+    let all_kinds_known = remote.managed_resources.iter().all(|m| m.kind.is_some());
+    let type_names: Vec<String> = remote
+        .managed_resources
+        .iter()
+        .filter_map(|m| m.kind.as_ref().map(|k| k.to_lowercase()))
+        .collect();
+    for key in children.resources.keys() {
+        let known =
+            type_names.contains(key) || remote.managed_resources.iter().any(|m| &m.plural == key);
+        if !known && all_kinds_known {
+            f.add(
+                format!("{rp}.payload.children.resources.{key}"),
+                format!("\"{key}\" is not a managed resource"),
+                Some(&if type_names.is_empty() {
+                    "declare it under managedResources".to_string()
+                } else {
+                    format!(
+                        "use the lowercase kind of a managed resource: {}",
+                        type_names.join(", ")
+                    )
+                }),
+            );
         }
     }
     if let Some(tls) = &remote.tls {
@@ -453,14 +865,24 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote) {
             );
         }
     }
-    if let Some(rl) = &remote.rate_limit
-        && (rl.qps.is_nan() || rl.qps <= 0.0 || rl.burst == 0)
-    {
-        f.add(
-            format!("{rp}.rateLimit"),
-            "rateLimit needs qps > 0 and burst >= 1",
-            None,
-        );
+    if let Some(rl) = &remote.rate_limit {
+        if !(rl.qps.is_finite() && (MIN_QPS..=MAX_QPS).contains(&rl.qps)) {
+            f.add(
+                format!("{rp}.rateLimit.qps"),
+                format!(
+                    "qps must be between {MIN_QPS} and {MAX_QPS}, got {}",
+                    rl.qps
+                ),
+                Some("calls per second, e.g. qps: 5 (0.1 is one call every 10s)"),
+            );
+        }
+        if rl.burst == 0 || rl.burst > MAX_BURST {
+            f.add(
+                format!("{rp}.rateLimit.burst"),
+                format!("burst must be between 1 and {MAX_BURST}, got {}", rl.burst),
+                None,
+            );
+        }
     }
 }
 

@@ -1,0 +1,170 @@
+//! What a template sees besides its own text: the object (CR fields at the top level), the
+//! runtime facts under `.ork`, the Katalog's note functions and the sentinels of the event.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+
+use super::{Template, TemplateError};
+use crate::model::Sentinel;
+
+/// Runtime facts about the ork process, constant for its lifetime, visible to every template
+/// as `.ork.inCluster` (alias `.ork.inPod`), `.ork.namespace` and `.ork.version`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Facts {
+    pub in_cluster: bool,
+    pub namespace: String,
+    pub version: String,
+}
+
+const SERVICE_ACCOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+static INSTALLED: OnceLock<Facts> = OnceLock::new();
+
+impl Facts {
+    /// Reads the facts from the environment: in a cluster when a service account token is
+    /// mounted; the namespace from `ORK_NAMESPACE`, else the pod's own namespace, else
+    /// `default`; the version of this build.
+    pub fn detect() -> Facts {
+        let sa = Path::new(SERVICE_ACCOUNT);
+        let in_cluster = sa.join("token").is_file();
+        let namespace = std::env::var("ORK_NAMESPACE")
+            .ok()
+            .filter(|n| !n.trim().is_empty())
+            .or_else(|| {
+                std::fs::read_to_string(sa.join("namespace"))
+                    .ok()
+                    .map(|n| n.trim().to_string())
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| "default".to_string());
+        Facts {
+            in_cluster,
+            namespace,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// Sets the process-wide facts once, at startup (e.g. with ork's namespace from a flag).
+    ///
+    /// # Errors
+    /// The given facts back when facts were already installed or already read.
+    pub fn install(facts: Facts) -> Result<(), Facts> {
+        INSTALLED.set(facts)
+    }
+
+    /// The process-wide facts: the installed ones, else detected on first use.
+    pub fn current() -> &'static Facts {
+        INSTALLED.get_or_init(Facts::detect)
+    }
+
+    /// The `.ork` map templates see.
+    pub fn as_value(&self) -> Value {
+        json!({
+            "inCluster": self.in_cluster,
+            "inPod": self.in_cluster,
+            "namespace": self.namespace,
+            "version": self.version,
+        })
+    }
+}
+
+/// One user note (`notes.functions[]`) compiled: a template evaluated against the same data
+/// as the template that calls it.
+#[derive(Clone, Debug)]
+struct Note {
+    template: Template,
+}
+
+/// The Katalog's note functions, callable by name (without arguments) in every template.
+#[derive(Clone, Debug, Default)]
+pub struct Notes {
+    notes: BTreeMap<String, Note>,
+}
+
+impl Notes {
+    /// Compiles `(name, expression)` pairs. The expressions may call each other and the
+    /// built-in functions; calls are resolved when a template renders.
+    ///
+    /// # Errors
+    /// The index and error of every expression that does not parse.
+    pub fn compile<'a>(
+        defs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Notes, Vec<(usize, TemplateError)>> {
+        let mut notes = BTreeMap::new();
+        let mut errors = Vec::new();
+        for (i, (name, expression)) in defs.into_iter().enumerate() {
+            match Template::parse(expression) {
+                Ok(template) => {
+                    notes.insert(name.to_string(), Note { template });
+                }
+                Err(e) => errors.push((i, e)),
+            }
+        }
+        if errors.is_empty() {
+            Ok(Notes { notes })
+        } else {
+            Err(errors)
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.notes.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.notes.contains_key(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.notes.keys().map(String::as_str)
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Template> {
+        self.notes.get(name).map(|n| &n.template)
+    }
+}
+
+/// Everything one rendering sees. The object's fields stay at the top level (`.metadata.name`,
+/// `.spec.x`); `.ork` is always the runtime facts.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderContext<'a> {
+    pub data: &'a Value,
+    pub facts: &'a Facts,
+    pub notes: Option<&'a Notes>,
+    /// Sentinel values of the event being evaluated; sentinel functions return `false`
+    /// without them.
+    pub sentinels: Option<&'a BTreeMap<Sentinel, bool>>,
+}
+
+impl<'a> RenderContext<'a> {
+    /// A context over `data` with the process facts and no notes or sentinels.
+    pub fn new(data: &'a Value) -> RenderContext<'a> {
+        RenderContext {
+            data,
+            facts: Facts::current(),
+            notes: None,
+            sentinels: None,
+        }
+    }
+
+    pub fn with_facts(mut self, facts: &'a Facts) -> Self {
+        self.facts = facts;
+        self
+    }
+
+    pub fn with_notes(mut self, notes: &'a Notes) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+
+    pub fn with_sentinels(mut self, sentinels: &'a BTreeMap<Sentinel, bool>) -> Self {
+        self.sentinels = Some(sentinels);
+        self
+    }
+}
+
+/// Shared ownership of a Katalog's notes, bound into the templates loaded with it.
+pub(crate) type SharedNotes = Arc<Notes>;
