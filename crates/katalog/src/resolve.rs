@@ -153,8 +153,10 @@ fn agree(
             hint: None,
         });
     }
-    match explicit_scope {
-        Some(n) if n != info.namespaced => f.push(Finding {
+    if let Some(n) = explicit_scope
+        && n != info.namespaced
+    {
+        f.push(Finding {
             path: format!("{p}.namespaced"),
             message: format!(
                 "namespaced is {n} but {file} declares scope {}",
@@ -165,9 +167,10 @@ fn agree(
                 }
             ),
             hint: Some("remove `namespaced` (it is read from crdFile)".into()),
-        }),
-        _ => entry.namespaced = info.namespaced,
+        });
     }
+    // The CRD decides; later checks see the real scope.
+    entry.namespaced = info.namespaced;
 }
 
 fn compile_notes(f: &mut Vec<Finding>, k: &Katalog) -> SharedNotes {
