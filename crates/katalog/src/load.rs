@@ -360,7 +360,11 @@ pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
                 "start with `apiVersion: orkestra.orkspace.io/v1` and `kind: Katalog`".into(),
             ),
         }])),
-        _ => Err(Problems(problems)),
+        _ => {
+            // File order, as a reader goes through it (stable: one line's problems keep theirs).
+            problems.sort_by_key(|p| p.line.unwrap_or(usize::MAX));
+            Err(Problems(problems))
+        }
     }
 }
 

@@ -911,3 +911,77 @@ fn generic_reconciler_fields_are_still_not_supported() {
         );
     }
 }
+
+#[test]
+fn the_json_schema_describes_orkestras_fields() {
+    let schema = serde_json::to_string(&schemars::schema_for!(Katalog)).expect("schema");
+    for field in [
+        "notes",
+        "crdFile",
+        "crFiles",
+        "setup",
+        "allowedNamespaces",
+        "restrictedNamespaces",
+        "endpoints",
+        "failPolicy",
+        "maxAttempts",
+        "apiVersion",
+        "resources",
+        "author",
+        "license",
+    ] {
+        assert!(
+            schema.contains(&format!("\"{field}\"")),
+            "{field} is in the schema"
+        );
+    }
+    let k = ok(&katalog(RECONCILE));
+    let round = serde_json::to_value(&k).expect("serialises");
+    assert_eq!(
+        round["spec"]["crds"]["app"]["operatorBox"]["reconcile"]["queue"]["retryBackoff"]["initial"],
+        "1s"
+    );
+}
+
+/// Errors Python's `jsonschema` finds in `instance`; `None` when that validator is missing.
+fn schema_errors(schema: &serde_json::Value, instance: &serde_json::Value) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let program = "import json, sys\nfrom jsonschema import Draft202012Validator\nschema, instance = json.load(sys.stdin)\nDraft202012Validator.check_schema(schema)\nfor e in Draft202012Validator(schema).iter_errors(instance):\n    print(f'{list(e.absolute_path)}: {e.message}')\n";
+    let mut child = Command::new("python3")
+        .args(["-c", program])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()?
+        .write_all(json!([schema, instance]).to_string().as_bytes())
+        .ok()?;
+    let out = child.wait_with_output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_json_schema_accepts_orkestra_style_katalogs() {
+    let schema = serde_json::to_value(schemars::schema_for!(Katalog)).expect("schema");
+    for yaml in [
+        ORKESTRA_STYLE.to_string(),
+        katalog(GATED),
+        katalog(&format!(
+            "{RECONCILE}            managedResources: [{{kind: Deployment}}, {{apiVersion: v1, kind: Secret}}]
+          queue: {{retryBackoff: 5s, maxAttempts: 3}}
+"
+        )),
+    ] {
+        let instance: serde_json::Value = serde_saphyr::from_str(&yaml).expect("YAML");
+        let Some(errors) = schema_errors(&schema, &instance) else {
+            return; // no Python jsonschema here; `cargo xtask test` installs it
+        };
+        assert_eq!(errors, "", "{yaml}");
+    }
+}
