@@ -220,7 +220,7 @@ async fn requeue_after_calls_the_service_again() -> Result<()> {
         };
         let mut answer: Value = serde_json::from_str(&body).unwrap_or_default();
         answer["result"] = json!("requeue");
-        answer["requeueAfter"] = json!("500ms");
+        answer["requeueAfter"] = json!("1s");
         Reply::ok(answer)
     })
     .await?;
@@ -462,7 +462,7 @@ async fn finalize_calls_repeat_until_the_service_lets_the_cr_go() -> Result<()> 
         if req["prepared"]["finalizing"] == true {
             let done = flag.load(std::sync::atomic::Ordering::SeqCst);
             return Reply::ok(
-                json!({"result": "requeue", "requeueAfter": "200ms", "finalized": done}),
+                json!({"result": "requeue", "requeueAfter": "1s", "finalized": done}),
             );
         }
         webapp_answer(req)

@@ -17,8 +17,8 @@ use crate::ports::Owner;
 pub enum EntryError {
     #[error("the entry has no reconcile.remote block")]
     NoRemote,
-    #[error("the entry has neither remote.endpoint nor remote.command")]
-    NoTransport,
+    #[error(transparent)]
+    NoTransport(#[from] crate::ports::NoTransport),
     #[error("gate: {0}")]
     Gate(String),
     #[error("validation rule: {0}")]

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use ork_engine::queue::Reason;
 use tracing::Instrument;
 
-use super::Controller;
+use super::runner::Controller;
 
 /// Queues every CR once per `resync` period.
-pub(crate) async fn resync(c: Arc<Controller>) {
+pub(super) async fn resync(c: Arc<Controller>) {
     let period = c.ctx.entry.operator_box.reconcile.resync.get();
     if period.is_zero() {
         return;
@@ -23,7 +23,7 @@ pub(crate) async fn resync(c: Arc<Controller>) {
 }
 
 /// Starts reconciles of queued keys while the process is active.
-pub(crate) async fn dispatch(c: Arc<Controller>) {
+pub(super) async fn dispatch(c: Arc<Controller>) {
     let workers = c.ctx.entry.operator_box.reconcile.workers.max(1) as usize;
     let mut active = c.process.active.clone();
     loop {

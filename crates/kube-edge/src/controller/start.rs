@@ -10,8 +10,9 @@ use ork_katalog::CrdEntry;
 use ork_remote::HttpTransport;
 use tracing::Instrument;
 
+use super::dispatch::{dispatch, resync};
+use super::runner::Controller;
 use super::watch::{cr_watch, watch_children, watch_crs};
-use super::{Controller, dispatch, resync};
 use crate::auth::{CredentialSource, TransportSource};
 use crate::discovery::{resolve_managed, wait_for_cr_type};
 use crate::entry::{EntryContext, EntryError};

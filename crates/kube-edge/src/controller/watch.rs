@@ -10,7 +10,7 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-use super::Controller;
+use super::runner::Controller;
 use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
 
 /// The CRs this entry watches: one namespace if the entry says so, else all; with the entry's

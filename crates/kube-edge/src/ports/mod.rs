@@ -9,5 +9,5 @@ pub(crate) mod write;
 
 pub(crate) use cluster::{Cluster, KubeCluster, Written};
 pub(crate) use tap::Tap;
-pub(crate) use transport::{CallFailed, Timed, Transport, for_remote};
+pub(crate) use transport::{CallFailed, NoTransport, Timed, Transport, for_remote};
 pub use write::{Owner, WriteError};

@@ -7,25 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::transport::{CallFailed, Transport};
-
-/// Why a replayed call has no answer.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("replay: {file}: {reason} (was the run recorded with the same CRs?)")]
-    Missing { file: String, reason: String },
-    #[error("replay: {file}: {reason}")]
-    Unreadable { file: String, reason: String },
-    #[error("replay: {file} answered {then:?}, but this call is for {now:?}")]
-    OtherKey {
-        file: String,
-        then: String,
-        now: String,
-    },
-    /// The recorded call failed; replayed as the same failure.
-    #[error("{0}")]
-    Recorded(String),
-}
+use super::transport::{CallFailed, ReplayError, Transport};
 
 enum Mode {
     /// Calls go to the service and are saved.

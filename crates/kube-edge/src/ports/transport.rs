@@ -16,7 +16,6 @@ use ork_remote::{Call, CallError, Endpoint, ExecCall, credential_allowed, exec};
 use serde_json::Value;
 
 use crate::auth::{AuthError, CredentialSource, TransportSource};
-use crate::entry::EntryError;
 
 /// Why a call produced no answer. Never carries a credential.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +33,31 @@ pub enum CallFailed {
     #[error("TLS: {0}")]
     Tls(AuthError),
     #[error("{0}")]
-    Replay(#[from] super::tap::ReplayError),
+    Replay(#[from] ReplayError),
 }
+
+/// Why a replayed call has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("replay: {file}: {reason} (was the run recorded with the same CRs?)")]
+    Missing { file: String, reason: String },
+    #[error("replay: {file}: {reason}")]
+    Unreadable { file: String, reason: String },
+    #[error("replay: {file} answered {then:?}, but this call is for {now:?}")]
+    OtherKey {
+        file: String,
+        then: String,
+        now: String,
+    },
+    /// The recorded call failed; replayed as the same failure.
+    #[error("{0}")]
+    Recorded(String),
+}
+
+/// An entry with neither `remote.endpoint` nor `remote.command`.
+#[derive(Debug, thiserror::Error)]
+#[error("the entry has neither remote.endpoint nor remote.command")]
+pub struct NoTransport;
 
 /// Sends one request to the service and returns its answer.
 pub(crate) trait Transport: Send + Sync {
@@ -205,7 +227,7 @@ pub(crate) fn for_remote(
     katalog_dir: &Path,
     credential: CredentialSource,
     client: TransportSource,
-) -> Result<Box<dyn Transport>, EntryError> {
+) -> Result<Box<dyn Transport>, NoTransport> {
     let base: Box<dyn Transport> = match (&remote.command, &remote.endpoint) {
         (Some(command), _) => Box::new(ExecPort {
             command: command.clone(),
@@ -222,7 +244,7 @@ pub(crate) fn for_remote(
             timeout: remote.timeout.get(),
             max_bytes: remote.max_response_bytes,
         }),
-        (None, None) => return Err(EntryError::NoTransport),
+        (None, None) => return Err(NoTransport),
     };
     Ok(match remote.rate_limit {
         Some(rl) => Box::new(RateLimited {

@@ -11,7 +11,7 @@ use ork_engine::drift::already_applied;
 use ork_protocol::{Decision, DesiredChild};
 use serde_json::Value;
 
-use super::{Job, Ports};
+use super::job::{Job, Ports};
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites, child_fingerprint};

@@ -13,7 +13,10 @@ use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use ork_protocol::Outcome;
 
-use super::{Done, Job, Ports, Success, ask, children, record};
+use super::call::ask;
+use super::children;
+use super::job::{Done, Job, Ports, Success};
+use super::record;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::OwnWrites;

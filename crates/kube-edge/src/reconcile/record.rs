@@ -10,7 +10,7 @@ use ork_engine::status::{StatusInput, plan_status};
 use ork_protocol::Decision;
 use serde_json::{Map, Value, json};
 
-use super::{Job, Ports, now_rfc3339};
+use super::job::{Job, Ports};
 use crate::entry::{EntryContext, key_of};
 use crate::error::ReconcileError;
 use crate::labels::{HEALTH, METRICS};
@@ -221,6 +221,10 @@ pub(super) fn clean(s: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+pub(super) fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
 }
 
 #[cfg(test)]

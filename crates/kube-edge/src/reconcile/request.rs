@@ -9,7 +9,7 @@ use ork_katalog::template::Template;
 use ork_protocol::{Gvk, Prepared, Request, Trigger, ValidationReport};
 use serde_json::{Map, Value};
 
-use super::Job;
+use super::job::Job;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 

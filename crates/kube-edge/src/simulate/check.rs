@@ -7,7 +7,7 @@ use ork_katalog::Katalog;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{SimulateError, SimulateOptions, build_entries, place_cr};
+use super::world::{SimulateError, SimulateOptions, build_entries, place_cr};
 use crate::process::Process;
 
 /// `ork check`'s verdict on one CR's answer.
@@ -22,7 +22,7 @@ pub struct Checked {
 /// Sends the request of each CR to `entry`'s service once and lints every answer.
 ///
 /// # Errors
-/// As [`simulate`](super::simulate), or an entry that is not in the Katalog.
+/// As `ork simulate`, or an entry that is not in the Katalog.
 pub async fn check(
     katalog: Katalog,
     entry: &str,

@@ -1,0 +1,477 @@
+//! The controller of one entry: its compiled context, reflector stores, index, schedule and
+//! ports, and [`Controller::run_one`], the path of one key from queue to finish.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::FutureExt;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use ork_engine::health::Health;
+use ork_engine::queue::Reason;
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::schedule::Schedule;
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+use crate::index::{
+    ChildRef, ChildView, CrView, Effect, Index, Seen, child_fingerprint, cr_fingerprint,
+};
+use crate::labels::{OWNER, OWNER_UID};
+use crate::ports::{Cluster, Transport};
+use crate::process::Process;
+use crate::reconcile::{Done, Job, LiveChildren, Ports, Success, reconcile, record_failure};
+use crate::registry::Published;
+
+/// One entry's moving parts.
+pub(crate) struct Controller {
+    pub ctx: Arc<EntryContext>,
+    pub crs: Store<DynamicObject>,
+    pub children: Vec<Store<DynamicObject>>,
+    index: Mutex<Index>,
+    schedule: Mutex<Schedule>,
+    health: Arc<Mutex<Health>>,
+    pub(crate) wake: Notify,
+    cluster: Arc<dyn Cluster>,
+    transport: Arc<dyn Transport>,
+    pub process: Arc<Process>,
+}
+
+impl Controller {
+    pub fn new(
+        ctx: Arc<EntryContext>,
+        crs: Store<DynamicObject>,
+        children: Vec<Store<DynamicObject>>,
+        cluster: Arc<dyn Cluster>,
+        transport: Arc<dyn Transport>,
+        process: Arc<Process>,
+    ) -> Controller {
+        let pre = &ctx.entry.operator_box.pre_reconcile;
+        let index = Index::new(pre.sentinels.clone(), ctx.enqueue_gate.clone());
+        let reconcile = &ctx.entry.operator_box.reconcile;
+        Controller {
+            schedule: Mutex::new(Schedule::new(&reconcile.queue.retry_backoff)),
+            health: Arc::new(Mutex::new(Health::new(reconcile.queue.failure_threshold))),
+            index: Mutex::new(index),
+            ctx,
+            crs,
+            children,
+            wake: Notify::new(),
+            cluster,
+            transport,
+            process,
+        }
+    }
+
+    fn index(&self) -> MutexGuard<'_, Index> {
+        self.index
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn schedule(&self) -> MutexGuard<'_, Schedule> {
+        self.schedule
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn health(&self) -> Health {
+        self.health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What this entry shows the others (`observe.cross`, `dependsOn`, `/katalog`).
+    pub fn published(self: &Arc<Self>) -> Published {
+        let me = self.clone();
+        Published {
+            resource: self.ctx.cr_resource.clone(),
+            namespaced: self.ctx.cr_namespaced,
+            crs: self.crs.clone(),
+            health: self.health.clone(),
+            load: Arc::new(move || {
+                let s = me.schedule();
+                (s.queue.depth(), s.busy)
+            }),
+        }
+    }
+
+    /// A watch event of the CRs (already applied to the CR store).
+    pub fn cr_event(&self, event: &watcher::Event<DynamicObject>) {
+        let wants_json = self.index().wants_json();
+        let view = |o: &DynamicObject| CrView {
+            key: crate::entry::key_of(o),
+            fingerprint: cr_fingerprint(o),
+            json: wants_json.then(|| serde_json::to_value(o).unwrap_or(Value::Null)),
+        };
+        let seen = reduce(event, view);
+        let health = self.health();
+        let gate = |cr: &Value| {
+            let mut ctx = cr.clone();
+            if let Value::Object(m) = &mut ctx {
+                m.insert(
+                    "health".into(),
+                    serde_json::to_value(&health).unwrap_or(Value::Null),
+                );
+            }
+            ctx
+        };
+        let effects = self.index().cr_event(seen, &gate);
+        self.apply(effects);
+    }
+
+    /// A watch event of the children of managed type `type_index` (applied to its store).
+    pub fn child_event(&self, type_index: usize, event: &watcher::Event<DynamicObject>) {
+        let view = |o: &DynamicObject| ChildView {
+            child: ChildRef {
+                type_index,
+                namespace: o.namespace(),
+                name: o.name_any(),
+            },
+            uid: o.uid().unwrap_or_default(),
+            owner_uid: o.labels().get(OWNER_UID).cloned(),
+            owner_key: o
+                .annotations()
+                .get(OWNER)
+                .and_then(|a| owner_key(&self.ctx.name, a)),
+            fingerprint: child_fingerprint(o),
+        };
+        let seen = reduce(event, view);
+        let effects = self.index().child_event(type_index, seen);
+        self.apply(effects);
+    }
+
+    fn apply(&self, effects: Vec<Effect>) {
+        if effects.is_empty() {
+            return;
+        }
+        let mut s = self.schedule();
+        for effect in effects {
+            match effect {
+                Effect::Enqueue(key, reason) => s.queue.add(key, reason),
+                Effect::Forget(key) => s.forget(&key),
+            }
+        }
+        drop(s);
+        self.wake.notify_one();
+    }
+
+    /// Queues every known CR (periodic resync, gaining leadership).
+    pub fn enqueue_all(&self, reason: Reason) {
+        let keys = self.index().keys();
+        let mut s = self.schedule();
+        for k in keys {
+            s.queue.add(k, reason);
+        }
+        drop(s);
+        self.wake.notify_one();
+    }
+
+    /// Takes every key waiting in the queue (`ork simulate` runs them itself, in order).
+    pub fn take_queued(&self) -> Vec<(String, Reason)> {
+        let mut s = self.schedule();
+        std::iter::from_fn(|| s.queue.pop()).collect()
+    }
+
+    /// Every CR key the index knows.
+    pub fn keys(&self) -> Vec<String> {
+        self.index().keys()
+    }
+
+    fn object_ref(&self, key: &str) -> ObjectRef<DynamicObject> {
+        let (ns, name) = match key.split_once('/') {
+            Some((ns, name)) if self.ctx.cr_namespaced => (Some(ns), name),
+            _ => (None, key),
+        };
+        let r = ObjectRef::new_with(name, self.ctx.cr_resource.clone());
+        match ns {
+            Some(ns) => r.within(ns),
+            None => r,
+        }
+    }
+
+    /// Everything the reconcile of `key` reads; `None` when the CR is gone.
+    fn job(&self, key: &str, reason: Reason, consume_sentinels: bool) -> Option<Job> {
+        let cr = self.crs.get(&self.object_ref(key))?;
+        let uid = cr.meta().uid.clone().unwrap_or_default();
+        let (sentinels, owned) = {
+            let mut ix = self.index();
+            let s = if consume_sentinels {
+                ix.take_sentinels(key)
+            } else {
+                ix.peek_sentinels(key)
+            };
+            (s, ix.children_of(&uid))
+        };
+        let children = owned
+            .into_iter()
+            .filter_map(|c| {
+                let obj = self.get(&c)?;
+                Some((c, obj))
+            })
+            .collect();
+        let cr_json = serde_json::to_value(cr.as_ref()).unwrap_or(Value::Null);
+        let cross = self.process.registry.cross(&self.ctx.entry, &cr_json);
+        let (attempt, count) = {
+            let s = self.schedule();
+            (s.backoff.failures(&key.to_string()) + 1, s.count(key))
+        };
+        Some(Job {
+            key: key.to_string(),
+            cr,
+            reason,
+            attempt,
+            sentinels,
+            children,
+            cross,
+            health: self.health(),
+            count,
+        })
+    }
+
+    fn ports(&self) -> Ports<'_> {
+        Ports {
+            cluster: self.cluster.as_ref(),
+            transport: self.transport.as_ref(),
+            live: self,
+            metrics: &self.process.metrics,
+        }
+    }
+
+    /// Reconciles `key` once: gather, reconcile (a panic is caught and recorded as this
+    /// reconcile's failure), tell the index what was written, schedule what comes next.
+    /// Returns how it ended, `None` when the CR is gone.
+    pub async fn run_one(
+        &self,
+        key: &str,
+        reason: Reason,
+    ) -> Option<Result<Success, ReconcileError>> {
+        let Some(job) = self.job(key, reason, true) else {
+            self.schedule().done(key);
+            self.wake.notify_one();
+            return None;
+        };
+        self.index().begin(key);
+        let ports = self.ports();
+        let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, &job))
+            .catch_unwind()
+            .await;
+        let done = match caught {
+            Ok(done) => done,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                tracing::error!(panic = %what, "reconcile panicked; recorded as a failure");
+                let error = ReconcileError::Panicked(what);
+                record_failure(&self.ctx, ports, &job, &error).await;
+                Done {
+                    outcome: Err(error),
+                    own: Default::default(),
+                }
+            }
+        };
+        Some(self.finish(key, done))
+    }
+
+    /// `ork check`: the request of `key`, sent once, and the raw answer with its policy.
+    pub async fn probe(
+        &self,
+        key: &str,
+    ) -> Result<(Vec<u8>, ork_protocol::Policy), ReconcileError> {
+        let job = self
+            .job(key, Reason::Create, false)
+            .ok_or_else(|| ReconcileError::Request(format!("no CR {key}")))?;
+        crate::reconcile::probe(&self.ctx, self.ports(), &job).await
+    }
+
+    /// Tells the index what the reconcile wrote and schedules what comes next; returns how it
+    /// ended.
+    fn finish(&self, key: &str, done: Done) -> Result<Success, ReconcileError> {
+        let Done { outcome, own } = done;
+        let effects = self.index().finish(key, own);
+        {
+            let mut health = self
+                .health
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut s = self.schedule();
+            s.done(key);
+            s.after(key, &outcome, &mut health);
+        }
+        self.apply(effects);
+        self.wake.notify_one();
+        outcome
+    }
+}
+
+impl LiveChildren for Controller {
+    fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
+        let store = self.children.get(child.type_index)?;
+        let t = &self.ctx.children[child.type_index];
+        let mut at = ObjectRef::new_with(&child.name, t.resource.clone());
+        if let Some(ns) = &child.namespace {
+            at = at.within(ns);
+        }
+        store.get(&at)
+    }
+}
+
+/// A watcher event in the index's terms.
+fn reduce<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject) -> T) -> Seen<T> {
+    match event {
+        watcher::Event::Init => Seen::Init,
+        watcher::Event::InitDone => Seen::InitDone,
+        watcher::Event::InitApply(o) => Seen::Object {
+            listing: true,
+            object: view(o),
+        },
+        watcher::Event::Apply(o) => Seen::Object {
+            listing: false,
+            object: view(o),
+        },
+        watcher::Event::Delete(o) => Seen::Deleted(view(o)),
+    }
+}
+
+/// The owner key from a child's owner annotation `<entry>/<namespace>/<name>`, if it names
+/// this entry.
+fn owner_key(entry: &str, annotation: &str) -> Option<String> {
+    let mut parts = annotation.splitn(3, '/');
+    let (e, ns, name) = (parts.next()?, parts.next()?, parts.next()?);
+    if e != entry {
+        return None;
+    }
+    Some(if ns.is_empty() {
+        name.to_string()
+    } else {
+        format!("{ns}/{name}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::ChildType;
+    use crate::ports::CallFailed;
+    use crate::simulate::MemoryCluster;
+    use futures::future::BoxFuture;
+    use kube::discovery::ApiResource;
+    use kube::runtime::reflector::store::Writer;
+    use ork_protocol::ManagedType;
+
+    /// A service whose answer makes ork panic (standing in for any bug in ork).
+    struct Panics;
+
+    impl Transport for Panics {
+        fn call<'a>(
+            &'a self,
+            _cr: &'a Value,
+            _body: Vec<u8>,
+        ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+            Box::pin(async { panic!("boom in a reconcile") })
+        }
+    }
+
+    const KATALOG: &str = r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: t}
+spec:
+  crds:
+    webapp:
+      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}
+      operatorBox:
+        reconcile:
+          default: false
+          workers: 1
+          remote:
+            endpoint: "http://127.0.0.1:1/r"
+            managedResources:
+              - {group: "", version: v1, plural: configmaps}
+"#;
+
+    fn controller() -> (Arc<Controller>, Writer<DynamicObject>) {
+        let katalog =
+            ork_katalog::load_str(KATALOG, std::path::Path::new("k.yaml")).expect("valid");
+        let entry = katalog.spec.crds["webapp"].clone();
+        let cr = ApiResource {
+            group: "demo.ork.dev".into(),
+            version: "v1".into(),
+            api_version: "demo.ork.dev/v1".into(),
+            kind: "WebApp".into(),
+            plural: "webapps".into(),
+        };
+        let cm = ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+        };
+        let child = ChildType {
+            managed: ManagedType {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+                namespaced: true,
+                namespaces: vec![],
+                cluster_scoped: false,
+                served_versions: vec!["v1".into()],
+            },
+            resource: cm.clone(),
+        };
+        let ctx = EntryContext::build(
+            "webapp".into(),
+            entry,
+            cr.clone(),
+            true,
+            vec![child],
+            "ork".into(),
+        )
+        .expect("builds");
+        let writer = Writer::new(cr);
+        let c = Controller::new(
+            Arc::new(ctx),
+            writer.as_reader(),
+            vec![Writer::new(cm).as_reader()],
+            Arc::new(MemoryCluster::default()),
+            Arc::new(Panics),
+            Arc::new(Process::new(true)),
+        );
+        (Arc::new(c), writer)
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_a_reconcile_is_a_recorded_failure_that_frees_the_worker() {
+        let (c, mut writer) = controller();
+        let cr: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "1"},
+            "spec": {}
+        }))
+        .expect("object");
+        let event = watcher::Event::Apply(cr);
+        writer.apply_watcher_event(&event);
+        c.cr_event(&event);
+        let (key, reason) = c.take_queued().pop().expect("queued");
+        c.schedule().busy += 1;
+        let result = c.run_one(&key, reason).await.expect("ran");
+        let message = result.expect_err("a failure").to_string();
+        assert!(message.contains("boom in a reconcile"), "{message}");
+        let s = c.schedule();
+        assert_eq!(s.busy, 0, "the worker is free");
+        assert_eq!(s.backoff.failures(&key), 1, "retried with backoff");
+        assert!(
+            s.queue.next_deadline().is_some(),
+            "the key stays schedulable"
+        );
+        drop(s);
+        assert_eq!(c.health().consecutive_fails, 1);
+    }
+}

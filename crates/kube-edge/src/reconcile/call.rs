@@ -1,0 +1,67 @@
+//! The exchange with the service: the request built, sent through the transport (timed for
+//! the metrics), and the whole answer checked.
+
+use std::time::Instant;
+
+use ork_protocol::{Decision, Policy};
+use serde_json::Value;
+
+use super::job::{Job, Ports};
+use super::request;
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+use crate::ports::Owner;
+
+/// Builds the request for `job`, sends it, and checks the whole answer. A finalize call
+/// (`finalizing`) skips validation rules: a CR being deleted must be able to go.
+pub(super) async fn ask(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    owner: &Owner,
+    finalizing: bool,
+) -> Result<Decision, ReconcileError> {
+    let cr = serde_json::to_value(job.cr.as_ref())
+        .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+    let body = request::build(ctx, job, &cr, finalizing)?;
+    let answer = call(ctx, ports, &cr, body).await?;
+    ork_protocol::decide(&answer, &ctx.policy(owner))
+        .map_err(|e| ReconcileError::InvalidResponse(ports.transport.redact(&e.to_string())))
+}
+
+/// Sends `body`, timing the service for the metrics.
+async fn call(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    cr: &Value,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, ReconcileError> {
+    let started = Instant::now();
+    let answer = ports.transport.call(cr, body).await;
+    ports.metrics.remote_call(
+        &ctx.name,
+        if answer.is_ok() { "ok" } else { "error" },
+        started.elapsed(),
+    );
+    Ok(answer?)
+}
+
+/// `ork check`: the request `ork run` would send for `job`, sent once; the raw answer and what
+/// it must satisfy, for a lint that reports every problem.
+///
+/// # Errors
+/// A request that cannot be built, or a call that failed.
+pub(crate) async fn probe(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+) -> Result<(Vec<u8>, Policy), ReconcileError> {
+    let owner = ctx
+        .owner(&job.cr)
+        .ok_or_else(|| ReconcileError::Request("the CR has no metadata.uid".into()))?;
+    let cr = serde_json::to_value(job.cr.as_ref())
+        .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+    let body = request::build(ctx, job, &cr, false)?;
+    let answer = call(ctx, ports, &cr, body).await?;
+    Ok((answer, ctx.policy(&owner)))
+}

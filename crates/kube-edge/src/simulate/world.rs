@@ -1,0 +1,257 @@
+//! The simulated world: one controller per enabled entry over an in-memory cluster, with the
+//! writers of its stores, the CRs placed as the API server would store them, and each cycle's
+//! re-list of the memory into the stores and the index.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use kube::core::DynamicObject;
+use kube::discovery::ApiResource;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher;
+use ork_engine::queue::Reason;
+use ork_katalog::Katalog;
+use ork_remote::HttpTransport;
+use serde_json::{Value, json};
+
+use super::memory::{self, MemoryCluster};
+use super::types::offline_type;
+use crate::auth::{CredentialSource, TransportSource};
+use crate::controller::Controller;
+use crate::entry::{EntryContext, EntryError};
+use crate::ports::{Tap, Timed, Transport, for_remote};
+use crate::process::Process;
+
+/// Why a simulation could not run. Failed reconciles are not errors: they are in the report.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("entry {entry}: {source}")]
+    Entry { entry: String, source: EntryError },
+    #[error("the HTTP client: {0}")]
+    Client(#[from] ork_remote::CallError),
+    #[error("--record {dir}: {source}")]
+    Record { dir: String, source: std::io::Error },
+    #[error("{0}")]
+    Input(String),
+}
+
+/// How to simulate.
+#[derive(Debug, Clone)]
+pub struct SimulateOptions {
+    pub cycles: usize,
+    /// Relative exec commands start here.
+    pub katalog_dir: PathBuf,
+    /// CRDs (`--crd`): the scope of custom types ork cannot otherwise know offline.
+    pub crds: Vec<Value>,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+}
+
+/// One entry of the simulation: its controller, the writers of its stores, its memory.
+pub(crate) struct SimEntry {
+    pub controller: Arc<Controller>,
+    cr_writer: Writer<DynamicObject>,
+    child_writers: Vec<Writer<DynamicObject>>,
+    pub memory: Arc<MemoryCluster>,
+    pub timed: Arc<Timed>,
+}
+
+impl SimEntry {
+    /// Delivers the in-memory state to the stores and the index, as a watch re-list would.
+    pub(crate) fn sync(&mut self) {
+        let c = &self.controller;
+        let crs: Vec<DynamicObject> = self
+            .memory
+            .crs()
+            .into_iter()
+            .filter_map(|(key, v)| {
+                serde_json::from_value(v)
+                    .inspect_err(|e| tracing::error!(%key, error = %e, "the simulated CR is not a Kubernetes object; skipped"))
+                    .ok()
+            })
+            .collect();
+        relist(&mut self.cr_writer, crs, |e| c.cr_event(e));
+        for (i, writer) in self.child_writers.iter_mut().enumerate() {
+            let objects: Vec<DynamicObject> = self
+                .memory
+                .children_of_type(&c.ctx.children[i])
+                .into_iter()
+                .filter_map(|v| serde_json::from_value(v).ok())
+                .collect();
+            relist(writer, objects, |e| c.child_event(i, e));
+        }
+    }
+
+    /// The keys to reconcile this cycle, sorted: what the index triggered, and in a resync
+    /// cycle every CR.
+    pub(crate) fn due(&self, first: bool) -> Vec<(String, Reason)> {
+        let mut due: BTreeMap<String, Reason> = self.controller.take_queued().into_iter().collect();
+        if !first {
+            for key in self.controller.keys() {
+                due.entry(key).or_insert(Reason::Resync);
+            }
+        }
+        due.into_iter().collect()
+    }
+}
+
+fn relist(
+    writer: &mut Writer<DynamicObject>,
+    objects: Vec<DynamicObject>,
+    mut deliver: impl FnMut(&watcher::Event<DynamicObject>),
+) {
+    let mut send = |e: watcher::Event<DynamicObject>| {
+        writer.apply_watcher_event(&e);
+        deliver(&e);
+    };
+    send(watcher::Event::Init);
+    for o in objects {
+        send(watcher::Event::InitApply(o));
+    }
+    send(watcher::Event::InitDone);
+}
+
+/// One simulated entry per enabled Katalog entry, registered for `observe.cross`.
+pub(crate) fn build_entries(
+    katalog: &Katalog,
+    options: &SimulateOptions,
+    process: &Arc<Process>,
+) -> Result<BTreeMap<String, SimEntry>, SimulateError> {
+    let http = HttpTransport::new()?;
+    let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into());
+    let mut entries = BTreeMap::new();
+    for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
+        let Some(remote) = entry.operator_box.reconcile.remote.clone() else {
+            continue;
+        };
+        let fail = |source: EntryError| SimulateError::Entry {
+            entry: name.clone(),
+            source,
+        };
+        let children = remote
+            .managed_resources
+            .iter()
+            .map(|m| offline_type(m, katalog, &options.crds))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| fail(EntryError::Offline(e.to_string())))?;
+        let credential = CredentialSource::offline(remote.auth.as_ref())
+            .map_err(|e| fail(EntryError::Credential(e)))?;
+        let tls = TransportSource::offline(&http, remote.tls.as_ref())
+            .map_err(|e| fail(EntryError::Tls(e)))?;
+        let base = for_remote(&remote, &options.katalog_dir, credential, tls)
+            .map_err(|e| fail(e.into()))?;
+        let tapped: Box<dyn Transport> = match (&options.record, &options.replay) {
+            (Some(dir), _) => Box::new(Tap::record(dir.clone(), base).map_err(|source| {
+                SimulateError::Record {
+                    dir: dir.display().to_string(),
+                    source,
+                }
+            })?),
+            (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
+            (None, None) => base,
+        };
+        let timed = Arc::new(Timed {
+            nanos: AtomicU64::new(0),
+            inner: tapped,
+        });
+        let t = &entry.api_types;
+        let cr_resource = ApiResource {
+            group: t.group.clone(),
+            version: t.version.clone(),
+            api_version: format!("{}/{}", t.group, t.version),
+            kind: t.kind.clone(),
+            plural: t.plural.clone(),
+        };
+        let ctx = Arc::new(
+            EntryContext::build(
+                name.clone(),
+                entry.clone(),
+                cr_resource.clone(),
+                entry.namespaced,
+                children,
+                ork_namespace.clone(),
+            )
+            .map_err(fail)?,
+        );
+        let memory = Arc::new(MemoryCluster::default());
+        let cr_writer = Writer::new(cr_resource);
+        let child_writers: Vec<Writer<DynamicObject>> = ctx
+            .children
+            .iter()
+            .map(|c| Writer::new(c.resource.clone()))
+            .collect();
+        let controller = Arc::new(Controller::new(
+            ctx,
+            cr_writer.as_reader(),
+            child_writers.iter().map(Writer::as_reader).collect(),
+            memory.clone(),
+            timed.clone(),
+            process.clone(),
+        ));
+        process.registry.register(name, controller.published());
+        entries.insert(
+            name.clone(),
+            SimEntry {
+                controller,
+                cr_writer,
+                child_writers,
+                memory,
+                timed,
+            },
+        );
+    }
+    Ok(entries)
+}
+
+/// Stores a CR as the API server would: namespace defaulted, uid, generation, resourceVersion.
+pub(crate) fn place_cr(
+    entries: &BTreeMap<String, SimEntry>,
+    mut cr: Value,
+) -> Result<(), SimulateError> {
+    let api_version = cr["apiVersion"].as_str().unwrap_or_default().to_string();
+    let kind = cr["kind"].as_str().unwrap_or_default().to_string();
+    let Some(sim) = entries.values().find(|s| {
+        let r = &s.controller.ctx.cr_resource;
+        r.api_version == api_version && r.kind == kind
+    }) else {
+        return Err(SimulateError::Input(format!(
+            "no entry of the Katalog reconciles {kind} ({api_version})"
+        )));
+    };
+    let name = cr["metadata"]["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| SimulateError::Input("a CR without metadata.name".into()))?
+        .to_string();
+    let entry = &sim.controller.ctx.entry;
+    if entry.namespaced
+        && cr["metadata"]["namespace"]
+            .as_str()
+            .is_none_or(str::is_empty)
+    {
+        cr["metadata"]["namespace"] = json!(
+            entry
+                .namespace
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "default".into())
+        );
+    }
+    let ns = cr["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    cr["metadata"]["uid"] = json!(format!("sim-{}-{ns}-{name}", kind.to_lowercase()));
+    cr["metadata"]["generation"] = json!(1);
+    cr["metadata"]["resourceVersion"] = json!("1");
+    cr["metadata"]["creationTimestamp"] = json!(memory::SIMULATED_TIME);
+    let key = if ns.is_empty() {
+        name
+    } else {
+        format!("{ns}/{name}")
+    };
+    sim.memory.add_cr(&key, cr);
+    Ok(())
+}
