@@ -415,30 +415,30 @@ fn too_deep(text: &str) -> Option<(usize, usize)> {
         let mut quote: Option<char> = None;
         let mut line_max = flow;
         let mut prev = ' ';
+        // The last significant character: a bracket opens a flow collection only where a
+        // value may start (not inside a plain scalar such as `http://{{ .x }}`).
+        let mut last = ':';
         for ch in rest.chars() {
             match quote {
                 Some(q) if ch == q => quote = None,
                 Some(_) => {}
                 None => match ch {
-                    '"' | '\''
-                        if prev == ' '
-                            || prev == '['
-                            || prev == '{'
-                            || prev == ','
-                            || prev == ':' =>
-                    {
+                    '"' | '\'' if matches!(last, ':' | '[' | '{' | ',' | '-') => {
                         quote = Some(ch);
                     }
                     '#' if prev == ' ' => break,
-                    '[' | '{' => {
+                    '[' | '{' if matches!(last, ':' | '[' | '{' | ',' | '-' | '?') => {
                         flow += 1;
                         line_max = line_max.max(flow);
                     }
-                    ']' | '}' => flow = flow.saturating_sub(1),
+                    ']' | '}' if flow > 0 => flow -= 1,
                     _ => {}
                 },
             }
             prev = ch;
+            if !ch.is_whitespace() {
+                last = ch;
+            }
         }
         let depth = indents.len() + dashes + line_max;
         if depth > MAX_NESTING {

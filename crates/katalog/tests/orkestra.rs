@@ -877,6 +877,15 @@ fn a_deeply_nested_katalog_is_refused_with_its_line() {
     );
     let p = refused(&flow);
     assert!(one(&p).message.contains("levels deep"));
+
+    // Brackets inside plain scalars and quotes are text, not nesting.
+    ok(&katalog(&format!(
+        "      description: use {{ and [ freely, even {{{{ here\n{RECONCILE}"
+    )));
+    let many: String = (0..60)
+        .map(|i| format!("        k{i}: \"[ {{ [ {{\"\n"))
+        .collect();
+    ok(&katalog(&format!("      annotations:\n{many}{RECONCILE}")));
 }
 
 #[test]
