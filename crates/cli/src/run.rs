@@ -45,8 +45,10 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     // Exactly one TLS provider in the process; reqwest and kube both need it installed first.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = connect(args.kubeconfig.clone(), args.context.clone()).await?;
+    let (ork_namespace, chosen) = ork_namespace();
     let options = RunOptions {
-        ork_namespace: ork_namespace(),
+        ork_namespace,
+        guard_own_namespace: chosen,
         katalog_dir: crate::cli::folder_of(&args.katalog),
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
@@ -138,8 +140,9 @@ async fn connect(kubeconfig: Option<PathBuf>, context: Option<String>) -> Result
     Ok(Client::try_from(config)?)
 }
 
-/// `ORK_NAMESPACE`, else the in-cluster service-account namespace, else `default`.
-fn ork_namespace() -> String {
+/// `ORK_NAMESPACE`, else the in-cluster service-account namespace (either is a choice:
+/// `true`), else `default` (`false`).
+fn ork_namespace() -> (String, bool) {
     std::env::var("ORK_NAMESPACE")
         .ok()
         .filter(|n| !n.is_empty())
@@ -148,7 +151,7 @@ fn ork_namespace() -> String {
                 .ok()
                 .map(|s| s.trim().to_string())
         })
-        .unwrap_or_else(|| "default".into())
+        .map_or_else(|| ("default".into(), false), |ns| (ns, true))
 }
 
 async fn shutdown_signal() {

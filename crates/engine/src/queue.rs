@@ -18,6 +18,15 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// A change someone made (create, edit, child drift, deletion): served before the periodic
+    /// and retry work, so an edit is not stuck behind a full resync (SPEC §10).
+    pub fn is_fresh(self) -> bool {
+        matches!(
+            self,
+            Reason::Create | Reason::Update | Reason::Child | Reason::Delete
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Create => "create",
@@ -31,9 +40,13 @@ impl Reason {
     }
 }
 
+/// Two lanes: fresh changes first, then resync, requeue and retry. A key is in at most one
+/// lane at a time as far as [`WorkQueue::pop`] is concerned; entries made stale by an upgrade
+/// or a forget are skipped when reached (so both are O(1)).
 #[derive(Debug)]
 pub struct WorkQueue<K> {
-    ready: VecDeque<K>,
+    fresh: VecDeque<K>,
+    slow: VecDeque<K>,
     queued: HashMap<K, Reason>,
     in_flight: HashSet<K>,
     /// Keys that changed while in flight: queued again when done.
@@ -46,7 +59,8 @@ pub struct WorkQueue<K> {
 impl<K: Hash + Eq + Clone> Default for WorkQueue<K> {
     fn default() -> Self {
         WorkQueue {
-            ready: VecDeque::new(),
+            fresh: VecDeque::new(),
+            slow: VecDeque::new(),
             queued: HashMap::new(),
             in_flight: HashSet::new(),
             dirty: HashMap::new(),
@@ -63,10 +77,27 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
     pub fn add(&mut self, key: K, reason: Reason) {
         self.cancel_delay(&key);
         if self.in_flight.contains(&key) {
-            self.dirty.entry(key).or_insert(reason);
-        } else if !self.queued.contains_key(&key) {
-            self.queued.insert(key.clone(), reason);
-            self.ready.push_back(key);
+            let slot = self.dirty.entry(key).or_insert(reason);
+            if reason.is_fresh() && !slot.is_fresh() {
+                *slot = reason;
+            }
+            return;
+        }
+        match self.queued.get_mut(&key) {
+            // Waiting in the slow lane and now changed: move it up front.
+            Some(queued) if reason.is_fresh() && !queued.is_fresh() => {
+                *queued = reason;
+                self.fresh.push_back(key);
+            }
+            Some(_) => {}
+            None => {
+                self.queued.insert(key.clone(), reason);
+                if reason.is_fresh() {
+                    self.fresh.push_back(key);
+                } else {
+                    self.slow.push_back(key);
+                }
+            }
         }
     }
 
@@ -100,10 +131,28 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
 
     /// The next key to work on; it stays in flight until [`WorkQueue::done`].
     pub fn pop(&mut self) -> Option<(K, Reason)> {
-        let key = self.ready.pop_front()?;
-        let reason = self.queued.remove(&key).unwrap_or(Reason::Update);
-        self.in_flight.insert(key.clone());
-        Some((key, reason))
+        for fresh_lane in [true, false] {
+            loop {
+                let lane = if fresh_lane {
+                    &mut self.fresh
+                } else {
+                    &mut self.slow
+                };
+                let Some(key) = lane.pop_front() else {
+                    break;
+                };
+                // Skip entries made stale by an upgrade to the fresh lane or a forget.
+                let live = self
+                    .queued
+                    .get(&key)
+                    .is_some_and(|r| r.is_fresh() == fresh_lane);
+                if live && let Some(reason) = self.queued.remove(&key) {
+                    self.in_flight.insert(key.clone());
+                    return Some((key, reason));
+                }
+            }
+        }
+        None
     }
 
     /// Ends the reconcile of `key`; if it changed meanwhile it is queued again.
@@ -118,9 +167,7 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
     pub fn forget(&mut self, key: &K) {
         self.cancel_delay(key);
         self.dirty.remove(key);
-        if self.queued.remove(key).is_some() {
-            self.ready.retain(|k| k != key);
-        }
+        self.queued.remove(key);
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -129,7 +176,7 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
 
     /// Keys waiting to be worked on now.
     pub fn depth(&self) -> usize {
-        self.ready.len()
+        self.queued.len()
     }
 
     pub fn is_in_flight(&self, key: &K) -> bool {
@@ -206,6 +253,30 @@ mod tests {
         q.add("a", Reason::Update);
         assert_eq!(q.pop(), Some(("a", Reason::Update)));
         assert_eq!(q.next_deadline(), None);
+    }
+
+    #[test]
+    fn fresh_changes_are_served_before_resync_and_retry_work() {
+        let mut q = WorkQueue::default();
+        q.add("r1", Reason::Resync);
+        q.add("r2", Reason::Resync);
+        q.add("edit", Reason::Update);
+        q.add("r2", Reason::Child);
+        assert_eq!(q.pop(), Some(("edit", Reason::Update)));
+        assert_eq!(q.pop(), Some(("r2", Reason::Child)), "upgraded, not twice");
+        assert_eq!(q.pop(), Some(("r1", Reason::Resync)));
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.depth(), 0);
+    }
+
+    #[test]
+    fn a_forgotten_key_is_skipped_and_can_come_back() {
+        let mut q = WorkQueue::default();
+        q.add("a", Reason::Create);
+        q.forget(&"a");
+        q.add("a", Reason::Create);
+        assert_eq!(q.pop(), Some(("a", Reason::Create)));
+        assert_eq!(q.pop(), None, "no duplicate");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! without watches.
 
 mod dispatch;
+mod lane;
 mod runner;
 mod schedule;
 mod start;

@@ -13,6 +13,7 @@ use ork_engine::queue::Reason;
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::lane::Lane;
 use super::schedule::Schedule;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
@@ -37,6 +38,8 @@ pub(crate) struct Controller {
     cluster: Arc<dyn Cluster>,
     transport: Arc<dyn Transport>,
     pub process: Arc<Process>,
+    /// Annotations and events, written after the reconciles that call for them.
+    pub lane: Arc<Lane>,
 }
 
 impl Controller {
@@ -62,6 +65,7 @@ impl Controller {
             cluster,
             transport,
             process,
+            lane: Arc::new(Lane::default()),
         }
     }
 
@@ -232,6 +236,27 @@ impl Controller {
         })
     }
 
+    /// Writes what the lane holds now, in this task (`ork simulate`: deterministic order).
+    pub async fn flush_lane(&self) {
+        for later in self.lane.take(usize::MAX) {
+            later.write(self.cluster.as_ref()).await;
+        }
+    }
+
+    /// Writes the lane's annotations and events as they come, a few at a time, forever.
+    pub async fn drive_lane(&self) {
+        const AT_ONCE: usize = 4;
+        loop {
+            let batch = self.lane.take(AT_ONCE);
+            if batch.is_empty() {
+                self.lane.wait().await;
+                continue;
+            }
+            let cluster = self.cluster.as_ref();
+            futures::future::join_all(batch.iter().map(|l| l.write(cluster))).await;
+        }
+    }
+
     fn ports(&self) -> Ports<'_> {
         Ports {
             cluster: self.cluster.as_ref(),
@@ -269,10 +294,11 @@ impl Controller {
                     .unwrap_or_else(|| "panic".into());
                 tracing::error!(panic = %what, "reconcile panicked; recorded as a failure");
                 let error = ReconcileError::Panicked(what);
-                record_failure(&self.ctx, ports, &job, &error).await;
+                let later = record_failure(&self.ctx, ports, &job, &error).await;
                 Done {
                     outcome: Err(error),
                     own: Default::default(),
+                    later,
                 }
             }
         };
@@ -293,7 +319,14 @@ impl Controller {
     /// Tells the index what the reconcile wrote and schedules what comes next; returns how it
     /// ended.
     fn finish(&self, key: &str, done: Done) -> Result<Success, ReconcileError> {
-        let Done { outcome, own } = done;
+        let Done {
+            outcome,
+            own,
+            later,
+        } = done;
+        if let Some(later) = later {
+            self.lane.push(key, later);
+        }
         let effects = self.index().finish(key, own);
         {
             let mut health = self

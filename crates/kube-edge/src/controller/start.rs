@@ -22,8 +22,12 @@ use crate::process::Process;
 /// Process-wide settings for `ork run`.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// ork's own namespace (Lease, default Secret namespace, off limits to children).
+    /// ork's own namespace (Lease, default Secret namespace).
     pub ork_namespace: String,
+    /// Whether that namespace was chosen (`ORK_NAMESPACE`, or in a cluster ork's service
+    /// account's): then children may not go there unless declared (SPEC §2.3). The fallback
+    /// `default` of a developer's `ork run` is nobody's namespace to protect.
+    pub guard_own_namespace: bool,
     /// The Katalog file's folder: relative `command` paths and `workingDir` start here.
     pub katalog_dir: PathBuf,
 }
@@ -67,7 +71,11 @@ pub(crate) async fn start_entry(
         cr_resource.clone(),
         cr_namespaced,
         children,
-        options.ork_namespace.clone(),
+        if options.guard_own_namespace {
+            options.ork_namespace.clone()
+        } else {
+            String::new()
+        },
     )?);
     let cr_writer = Writer::new(cr_resource.clone());
     let child_writers: Vec<Writer<_>> = ctx
@@ -98,6 +106,8 @@ pub(crate) async fn start_entry(
     }
     process.mark_synced(&ctx.name);
     tasks.spawn(resync(c.clone()).in_current_span());
+    let lane = c.clone();
+    tasks.spawn(async move { lane.drive_lane().await }.in_current_span());
     // Workers start once the dependencies are met.
     process
         .registry

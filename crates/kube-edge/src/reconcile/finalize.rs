@@ -58,6 +58,7 @@ pub(super) async fn finalize(
         return Done {
             outcome: Ok(Success::Deleting),
             own,
+            later: None,
         };
     }
     let kind = &ctx.cr_resource.kind;
@@ -84,7 +85,11 @@ pub(super) async fn finalize(
     {
         tracing::warn!(error = %err, "event not recorded");
     }
-    Done { outcome, own }
+    Done {
+        outcome,
+        own,
+        later: None,
+    }
 }
 
 fn normal(reason: String, note: String) -> Event {

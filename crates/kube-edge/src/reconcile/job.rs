@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::core::DynamicObject;
+use kube::runtime::events::Event;
 use ork_engine::health::Health;
 use ork_engine::queue::Reason;
 use ork_katalog::Sentinel;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
@@ -69,4 +70,63 @@ pub(crate) struct Done {
     pub outcome: Result<Success, ReconcileError>,
     /// ork's own writes, for the index.
     pub own: OwnWrites,
+    /// Writes that may wait: they never delay another CR's convergence (SPEC §10).
+    pub later: Option<Later>,
+}
+
+/// The CR's annotations and events of a reconcile: written after it, on a lower-priority lane
+/// that coalesces what piles up for one CR.
+pub(crate) struct Later {
+    pub cr: Arc<DynamicObject>,
+    pub annotations: Option<Map<String, Value>>,
+    pub events: Vec<Event>,
+}
+
+/// At most this many events wait per CR; older ones are dropped first.
+const EVENTS_WAITING: usize = 20;
+
+impl std::fmt::Debug for Later {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Later")
+            .field("annotations", &self.annotations)
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
+impl Later {
+    pub fn is_empty(&self) -> bool {
+        self.annotations.is_none() && self.events.is_empty()
+    }
+
+    /// Folds a newer reconcile's writes into these: its annotations win, events add up.
+    pub fn merge(&mut self, newer: Later) {
+        self.cr = newer.cr;
+        if newer.annotations.is_some() {
+            self.annotations = newer.annotations;
+        }
+        self.events.extend(newer.events);
+        let excess = self.events.len().saturating_sub(EVENTS_WAITING);
+        self.events.drain(..excess);
+    }
+
+    /// Writes them: the annotation patch and the events, together.
+    pub async fn write(&self, cluster: &dyn Cluster) {
+        let cr = self.cr.as_ref();
+        let annotation_write = async {
+            if let Some(a) = &self.annotations
+                && let Err(e) = cluster.patch_annotations(cr, a).await
+            {
+                tracing::warn!(error = %e, "annotations not written");
+            }
+        };
+        let event_writes = async {
+            for e in &self.events {
+                if let Err(err) = cluster.event(cr, e).await {
+                    tracing::warn!(error = %err, "event not recorded");
+                }
+            }
+        };
+        tokio::join!(annotation_write, event_writes);
+    }
 }

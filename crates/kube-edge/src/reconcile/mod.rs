@@ -26,7 +26,7 @@ use crate::ports::Owner;
 
 use call::ask;
 pub(crate) use call::probe;
-pub(crate) use job::{Done, Job, LiveChildren, Ports, Success};
+pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Success};
 pub(crate) use record::record_failure;
 
 /// Runs one reconcile of `job`.
@@ -38,6 +38,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         return Done {
             outcome: Err(err),
             own: OwnWrites::default(),
+            later: None,
         };
     };
     if job.cr.meta().deletion_timestamp.is_some() {
@@ -54,6 +55,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         return Done {
             outcome: Ok(Success::Gated(why)),
             own,
+            later: None,
         };
     }
     let result = call_and_apply(ctx, ports, job, &owner, &mut own).await;
@@ -85,7 +87,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         Ok(_) => tracing::info!(ms = elapsed.as_millis() as u64, "reconciled"),
         Err(e) => tracing::warn!(ms = elapsed.as_millis() as u64, error = %e, "reconcile failed"),
     }
-    record::record(
+    let later = record::record(
         ctx,
         ports,
         job,
@@ -97,7 +99,11 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         },
     )
     .await;
-    Done { outcome, own }
+    Done {
+        outcome,
+        own,
+        later,
+    }
 }
 
 /// Builds the request, calls, checks and applies; an answer with `error` is returned as is (the

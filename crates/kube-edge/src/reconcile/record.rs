@@ -10,7 +10,7 @@ use ork_engine::status::{StatusInput, plan_status};
 use ork_protocol::Decision;
 use serde_json::{Map, Value, json};
 
-use super::job::{Job, Ports};
+use super::job::{Job, Later, Ports};
 use crate::entry::{EntryContext, key_of};
 use crate::error::ReconcileError;
 use crate::labels::{HEALTH, METRICS};
@@ -27,8 +27,14 @@ pub(super) struct Outcome<'a> {
 /// How long the error text on a CR may be.
 const ERROR_TEXT: usize = 1000;
 
-/// Status, annotations and events after a reconcile, success or failure.
-pub(super) async fn record(ctx: &EntryContext, ports: Ports<'_>, job: &Job, outcome: Outcome<'_>) {
+/// Status after a reconcile, success or failure, written now; the annotations and events it
+/// calls for are returned for the lower-priority lane.
+pub(super) async fn record(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    outcome: Outcome<'_>,
+) -> Option<Later> {
     let cr = job.cr.as_ref();
     let error = outcome
         .error
@@ -94,7 +100,17 @@ pub(super) async fn record(ctx: &EntryContext, ports: Ports<'_>, job: &Job, outc
             secondary: None,
         });
     }
-    write(ports, cr, status_patch, annotations, events).await;
+    if let Some(patch) = &status_patch
+        && let Err(e) = ports.cluster.patch_status(cr, patch).await
+    {
+        tracing::warn!(error = %e, "status not written");
+    }
+    let later = Later {
+        cr: job.cr.clone(),
+        annotations,
+        events,
+    };
+    (!later.is_empty()).then_some(later)
 }
 
 /// Records a failure that happened outside the normal path (a caught panic).
@@ -103,14 +119,14 @@ pub(crate) async fn record_failure(
     ports: Ports<'_>,
     job: &Job,
     error: &ReconcileError,
-) {
+) -> Option<Later> {
     let outcome = Outcome {
         error: Some(error),
         decision: None,
         changed_children: false,
         elapsed: Duration::ZERO,
     };
-    record(ctx, ports, job, outcome).await;
+    record(ctx, ports, job, outcome).await
 }
 
 pub(super) fn warning(kind: &str, message: &str) -> Event {
@@ -121,38 +137,6 @@ pub(super) fn warning(kind: &str, message: &str) -> Event {
         action: "Reconcile".into(),
         secondary: None,
     }
-}
-
-/// Status, annotations and events are independent writes: send them together.
-pub(super) async fn write(
-    ports: Ports<'_>,
-    cr: &DynamicObject,
-    status: Option<Value>,
-    annotations: Option<Map<String, Value>>,
-    events: Vec<Event>,
-) {
-    let status_write = async {
-        if let Some(patch) = &status
-            && let Err(e) = ports.cluster.patch_status(cr, patch).await
-        {
-            tracing::warn!(error = %e, "status not written");
-        }
-    };
-    let annotation_write = async {
-        if let Some(a) = &annotations
-            && let Err(e) = ports.cluster.patch_annotations(cr, a).await
-        {
-            tracing::warn!(error = %e, "annotations not written");
-        }
-    };
-    let event_writes = async {
-        for e in &events {
-            if let Err(err) = ports.cluster.event(cr, e).await {
-                tracing::warn!(error = %err, "event not recorded");
-            }
-        }
-    };
-    tokio::join!(status_write, annotation_write, event_writes);
 }
 
 /// The CR's own health and metrics annotations, when their meaning (state, last result,

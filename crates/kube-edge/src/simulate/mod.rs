@@ -82,7 +82,9 @@ pub async fn simulate(
         for (name, sim) in &mut entries {
             sim.sync();
             for (key, reason) in sim.due(cycle == 1) {
-                let result = match sim.controller.run_one(&key, reason).await {
+                let ran = sim.controller.run_one(&key, reason).await;
+                sim.controller.flush_lane().await;
+                let result = match ran {
                     None => continue,
                     Some(Ok(Success::Gated(why))) => format!("gated: {why}"),
                     Some(Ok(_)) => "ok".to_string(),

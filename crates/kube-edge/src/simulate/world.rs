@@ -120,7 +120,8 @@ pub(crate) fn build_entries(
     process: &Arc<Process>,
 ) -> Result<BTreeMap<String, SimEntry>, SimulateError> {
     let http = HttpTransport::new()?;
-    let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_else(|_| "default".into());
+    // Off limits to children only when it was chosen, as in `ork run`.
+    let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_default();
     let mut entries = BTreeMap::new();
     for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
         let Some(remote) = entry.operator_box.reconcile.remote.clone() else {
