@@ -110,6 +110,10 @@ pub struct RunArgs {
     /// On SIGTERM, how long in-flight reconciles may take to finish.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: std::time::Duration,
+    /// Do not apply the entries' `setup` and `crFiles` (development helpers); `crdFile` is
+    /// still installed.
+    #[arg(long)]
+    pub no_dev_files: bool,
 }
 
 #[derive(Debug, Subcommand)]
