@@ -50,6 +50,7 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         ork_namespace,
         guard_own_namespace: chosen,
         katalog_dir: crate::cli::folder_of(&args.katalog),
+        dev_files: !args.no_dev_files,
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
     // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.

@@ -11,8 +11,8 @@ use ork_protocol::ManagedType;
 pub enum DiscoveryError {
     #[error("discovery failed: {0}")]
     Api(#[from] kube::Error),
-    #[error("{group}/{plural} is not served by the API server (is its CRD installed?)")]
-    NotServed { group: String, plural: String },
+    #[error("{0} is not served by the API server (is its CRD installed?)")]
+    NotServed(String),
 }
 
 /// A resolved child type: the protocol's view plus the API resource to call.
@@ -30,12 +30,37 @@ struct Found {
     served: Vec<String>,
 }
 
+/// How a managed type is named in the Katalog: by plural, or (Orkestra style) only by kind.
+#[derive(Clone, Copy)]
+enum Name<'a> {
+    Plural(&'a str),
+    Kind(&'a str),
+}
+
+impl Name<'_> {
+    fn matches(self, ar: &ApiResource) -> bool {
+        match self {
+            Name::Plural(p) => ar.plural == p,
+            Name::Kind(k) => ar.kind == k,
+        }
+    }
+}
+
 /// Finds `group`/`plural` (at `version` if given, else the preferred version).
 async fn find(
     client: &Client,
     group: &str,
     version: Option<&str>,
     plural: &str,
+) -> Result<Option<Found>, DiscoveryError> {
+    find_named(client, group, version, Name::Plural(plural)).await
+}
+
+async fn find_named(
+    client: &Client,
+    group: &str,
+    version: Option<&str>,
+    name: Name<'_>,
 ) -> Result<Option<Found>, DiscoveryError> {
     let discovery = Discovery::new(client.clone())
         .filter(&[group])
@@ -50,7 +75,7 @@ async fn find(
             .filter(|v| {
                 g.versioned_resources(v)
                     .iter()
-                    .any(|(ar, _)| ar.plural == plural)
+                    .any(|(ar, _)| name.matches(ar))
             })
             .map(str::to_string)
             .collect();
@@ -62,7 +87,7 @@ async fn find(
         };
         for v in candidates {
             for (ar, caps) in g.versioned_resources(&v) {
-                if ar.plural == plural {
+                if name.matches(&ar) {
                     return Ok(Some(Found {
                         resource: ar,
                         namespaced: caps.scope == Scope::Namespaced,
@@ -108,23 +133,20 @@ pub async fn resolve_managed(
 ) -> Result<Vec<ChildType>, DiscoveryError> {
     let mut out = Vec::new();
     for m in managed {
-        let found = find(client, &m.group, m.version.as_deref(), &m.plural)
+        let name = match (&m.kind, m.needs_discovery()) {
+            (Some(kind), true) => Name::Kind(kind),
+            _ => Name::Plural(&m.plural),
+        };
+        let found = find_named(client, &m.group, m.version.as_deref(), name)
             .await?
-            .ok_or_else(|| DiscoveryError::NotServed {
-                group: if m.group.is_empty() {
-                    "core".into()
-                } else {
-                    m.group.clone()
-                },
-                plural: m.plural.clone(),
-            })?;
+            .ok_or_else(|| DiscoveryError::NotServed(m.describe()))?;
         let ar = found.resource;
         out.push(ChildType {
             managed: ManagedType {
                 group: m.group.clone(),
                 version: ar.version.clone(),
                 kind: ar.kind.clone(),
-                plural: m.plural.clone(),
+                plural: ar.plural.clone(),
                 namespaced: found.namespaced,
                 namespaces: m.namespaces.clone(),
                 cluster_scoped: m.cluster_scoped,

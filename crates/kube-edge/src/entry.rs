@@ -2,6 +2,8 @@
 //! rules, and the settings a reconcile reads. Built once, immutable afterwards; the index, the
 //! reconcile and the controller all borrow it.
 
+use std::collections::BTreeSet;
+
 use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
 use kube::{Resource, ResourceExt};
@@ -25,6 +27,9 @@ pub enum EntryError {
     Rule(String),
     #[error(transparent)]
     Discovery(#[from] crate::discovery::DiscoveryError),
+    /// `crdFile`, `setup` or `crFiles` could not be applied.
+    #[error(transparent)]
+    Install(#[from] crate::install::InstallError),
     #[error("credential: {0}")]
     Credential(crate::auth::AuthError),
     #[error("TLS: {0}")]
@@ -53,6 +58,9 @@ pub(crate) struct EntryContext {
     pub ork_namespace: String,
     /// Force server-side apply conflicts (entry default; a resource may say otherwise).
     pub force: bool,
+    /// The label and annotation keys ork writes on the CR (the entry's `labels`/`annotations`):
+    /// not a user's change.
+    pub own_metadata: BTreeSet<String>,
 }
 
 impl EntryContext {
@@ -104,7 +112,14 @@ impl EntryContext {
             .force_conflict
             .or(entry.force_conflict)
             .unwrap_or(true);
+        let own_metadata = entry
+            .labels
+            .keys()
+            .chain(entry.annotations.keys())
+            .cloned()
+            .collect();
         Ok(EntryContext {
+            own_metadata,
             name,
             remote,
             cr_resource,

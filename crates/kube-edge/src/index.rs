@@ -390,19 +390,21 @@ impl Index {
     }
 }
 
-/// What of a CR counts as a change to reconcile: its spec and data, labels, annotations that are
-/// not ork's own, and the deletion mark. Not status, resourceVersion, managedFields or
-/// finalizers: ork's own writes touch only those.
-pub(crate) fn cr_fingerprint(obj: &DynamicObject) -> u64 {
+/// What of a CR counts as a change to reconcile: its spec and data, labels and annotations that
+/// are not ork's own (its prefix, and the keys in `own` the entry writes), and the deletion mark.
+/// Not status, resourceVersion, managedFields or finalizers: ork's own writes touch only those.
+pub(crate) fn cr_fingerprint(obj: &DynamicObject, own: &BTreeSet<String>) -> u64 {
     let meta = &obj.metadata;
-    let annotations: BTreeMap<&String, &String> = meta
-        .annotations
-        .iter()
-        .flatten()
-        .filter(|(k, _)| !k.starts_with(PREFIX))
-        .collect();
+    let theirs = |m: &Option<BTreeMap<String, String>>| -> BTreeMap<String, String> {
+        m.iter()
+            .flatten()
+            .filter(|(k, _)| !k.starts_with(PREFIX) && !own.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let annotations = theirs(&meta.annotations);
     let seen = json!({
-        "labels": meta.labels,
+        "labels": theirs(&meta.labels),
         "annotations": annotations,
         "deletion": meta.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
         "data": without_status(&obj.data),

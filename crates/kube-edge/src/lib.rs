@@ -16,6 +16,7 @@ pub mod discovery;
 mod entry;
 pub mod error;
 mod index;
+pub mod install;
 pub mod labels;
 pub mod leader;
 mod metrics;

@@ -55,7 +55,7 @@ impl Controller {
         let index = Index::new(pre.sentinels.clone(), ctx.enqueue_gate.clone());
         let reconcile = &ctx.entry.operator_box.reconcile;
         Controller {
-            schedule: Mutex::new(Schedule::new(&reconcile.queue.retry_backoff)),
+            schedule: Mutex::new(Schedule::new(&reconcile.queue)),
             health: Arc::new(Mutex::new(Health::new(reconcile.queue.failure_threshold))),
             index: Mutex::new(index),
             ctx,
@@ -103,12 +103,27 @@ impl Controller {
         }
     }
 
-    /// A watch event of the CRs (already applied to the CR store).
+    /// A watch event of the CRs (already applied to the CR store). A CR in a namespace the
+    /// entry does not allow (`allowedNamespaces`, `restrictedNamespaces`) is not the entry's:
+    /// it is seen as absent and never reconciled.
     pub fn cr_event(&self, event: &watcher::Event<DynamicObject>) {
+        let allowed = |o: &DynamicObject| {
+            o.namespace()
+                .is_none_or(|ns| self.ctx.entry.namespace_allowed(&ns))
+        };
+        let hidden;
+        let event = match event {
+            watcher::Event::Apply(o) if !allowed(o) => {
+                hidden = watcher::Event::Delete(o.clone());
+                &hidden
+            }
+            watcher::Event::InitApply(o) if !allowed(o) => return,
+            other => other,
+        };
         let wants_json = self.index().wants_json();
         let view = |o: &DynamicObject| CrView {
             key: crate::entry::key_of(o),
-            fingerprint: cr_fingerprint(o),
+            fingerprint: cr_fingerprint(o, &self.ctx.own_metadata),
             json: wants_json.then(|| serde_json::to_value(o).unwrap_or(Value::Null)),
         };
         let seen = reduce(event, view);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ork_engine::backoff::Backoff;
 use ork_engine::health::Health;
 use ork_engine::queue::{Reason, WorkQueue};
-use ork_katalog::RetryBackoff;
+use ork_katalog::Queue;
 
 use crate::error::{ReconcileError, Retry};
 use crate::reconcile::Success;
@@ -23,10 +23,10 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    pub fn new(backoff: &RetryBackoff) -> Schedule {
+    pub fn new(queue: &Queue) -> Schedule {
         Schedule {
             queue: WorkQueue::default(),
-            backoff: Backoff::new(backoff),
+            backoff: Backoff::from_queue(queue),
             busy: 0,
             counts: HashMap::new(),
         }
@@ -84,7 +84,13 @@ impl Schedule {
                     Retry::Now => self.queue.add(k, Reason::Retry),
                     Retry::Backoff => {
                         let delay = self.backoff.failed(k.clone());
-                        self.queue.add_at(k, Reason::Retry, later(now, delay));
+                        if self.backoff.exhausted(&k) {
+                            // `queue.maxAttempts`: no more retries until the CR changes or the
+                            // next resync.
+                            tracing::warn!(key = %k, "retries exhausted (queue.maxAttempts)");
+                        } else {
+                            self.queue.add_at(k, Reason::Retry, later(now, delay));
+                        }
                     }
                 }
             }

@@ -16,6 +16,7 @@ use super::watch::{cr_watch, watch_children, watch_crs};
 use crate::auth::{CredentialSource, TransportSource};
 use crate::discovery::{resolve_managed, wait_for_cr_type};
 use crate::entry::{EntryContext, EntryError};
+use crate::install::{apply_files, install_crd};
 use crate::ports::{KubeCluster, for_remote};
 use crate::process::Process;
 
@@ -30,6 +31,8 @@ pub struct RunOptions {
     pub guard_own_namespace: bool,
     /// The Katalog file's folder: relative `command` paths and `workingDir` start here.
     pub katalog_dir: PathBuf,
+    /// Apply the entries' `setup` and `crFiles` (development helpers; `--no-dev-files` off).
+    pub dev_files: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +61,19 @@ pub(crate) async fn start_entry(
         .remote
         .clone()
         .ok_or(EntryError::NoRemote)?;
+    let dev_namespace = entry
+        .single_namespace()
+        .unwrap_or_else(|| "default".to_string());
+    if options.dev_files && !entry.setup.is_empty() {
+        apply_files(&client, &entry.setup, &dev_namespace).await?;
+    }
+    if let Some(crd) = &entry.crd_file {
+        install_crd(&client, crd).await?;
+    }
     let (cr_resource, cr_namespaced) = wait_for_cr_type(&client, &entry.api_types, &name).await?;
+    if options.dev_files && !entry.cr_files.is_empty() {
+        apply_files(&client, &entry.cr_files, &dev_namespace).await?;
+    }
     let children = resolve_managed(&client, &remote.managed_resources).await?;
     let credential = CredentialSource::start(&client, remote.auth.as_ref(), &options.ork_namespace)
         .map_err(EntryError::Credential)?;

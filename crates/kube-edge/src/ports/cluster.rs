@@ -14,7 +14,7 @@ use ork_protocol::DesiredChild;
 use serde_json::{Map, Value};
 
 use super::write::{
-    WriteError, apply_child, patch_annotations, patch_finalizers, patch_status, prune_child,
+    WriteError, apply_child, patch_finalizers, patch_metadata, patch_status, prune_child,
 };
 use crate::discovery::ChildType;
 
@@ -39,11 +39,11 @@ pub(crate) trait Cluster: Send + Sync {
     ) -> Written<'a>;
     /// Merge-patches the CR's status subresource with `{"status": {...}}`.
     fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a>;
-    /// Merge-patches annotations of the CR.
-    fn patch_annotations<'a>(
+    /// Merge-patches the CR's `metadata` (labels, annotations) with `metadata`.
+    fn patch_metadata<'a>(
         &'a self,
         cr: &'a DynamicObject,
-        annotations: &'a Map<String, Value>,
+        metadata: &'a Map<String, Value>,
     ) -> Written<'a>;
     /// Sets the CR's finalizers, guarded by its resourceVersion.
     fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a>;
@@ -106,12 +106,12 @@ impl Cluster for KubeCluster {
         Box::pin(async move { patch_status(&self.crs(cr), &cr.name_any(), patch).await })
     }
 
-    fn patch_annotations<'a>(
+    fn patch_metadata<'a>(
         &'a self,
         cr: &'a DynamicObject,
-        annotations: &'a Map<String, Value>,
+        metadata: &'a Map<String, Value>,
     ) -> Written<'a> {
-        Box::pin(async move { patch_annotations(&self.crs(cr), &cr.name_any(), annotations).await })
+        Box::pin(async move { patch_metadata(&self.crs(cr), &cr.name_any(), metadata).await })
     }
 
     fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a> {

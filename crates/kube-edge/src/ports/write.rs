@@ -26,7 +26,7 @@ pub enum WriteError {
     },
     #[error("status patch: {}", message(.0))]
     StatusFailed(kube::Error),
-    #[error("annotation patch: {}", message(.0))]
+    #[error("metadata patch: {}", message(.0))]
     AnnotateFailed(kube::Error),
     #[error("finalizer patch: {}", message(.0))]
     FinalizerFailed(kube::Error),
@@ -224,16 +224,16 @@ pub async fn patch_status(
         .map_err(WriteError::StatusFailed)
 }
 
-/// Merge-patches annotations of the CR.
+/// Merge-patches the CR's `metadata` (its labels and annotations).
 ///
 /// # Errors
 /// The API server refused the patch.
-pub async fn patch_annotations(
+pub async fn patch_metadata(
     api: &Api<DynamicObject>,
     name: &str,
-    annotations: &Map<String, Value>,
+    metadata: &Map<String, Value>,
 ) -> Result<(), WriteError> {
-    let patch = json!({"metadata": {"annotations": annotations}});
+    let patch = json!({ "metadata": metadata });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(drop)

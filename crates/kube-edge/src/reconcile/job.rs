@@ -78,7 +78,8 @@ pub(crate) struct Done {
 /// that coalesces what piles up for one CR.
 pub(crate) struct Later {
     pub cr: Arc<DynamicObject>,
-    pub annotations: Option<Map<String, Value>>,
+    /// A merge patch of the CR's `metadata` (labels, annotations).
+    pub metadata: Option<Map<String, Value>>,
     pub events: Vec<Event>,
 }
 
@@ -88,7 +89,7 @@ const EVENTS_WAITING: usize = 20;
 impl std::fmt::Debug for Later {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Later")
-            .field("annotations", &self.annotations)
+            .field("metadata", &self.metadata)
             .field("events", &self.events.len())
             .finish()
     }
@@ -96,28 +97,28 @@ impl std::fmt::Debug for Later {
 
 impl Later {
     pub fn is_empty(&self) -> bool {
-        self.annotations.is_none() && self.events.is_empty()
+        self.metadata.is_none() && self.events.is_empty()
     }
 
-    /// Folds a newer reconcile's writes into these: its annotations win, events add up.
+    /// Folds a newer reconcile's writes into these: its metadata wins, events add up.
     pub fn merge(&mut self, newer: Later) {
         self.cr = newer.cr;
-        if newer.annotations.is_some() {
-            self.annotations = newer.annotations;
+        if newer.metadata.is_some() {
+            self.metadata = newer.metadata;
         }
         self.events.extend(newer.events);
         let excess = self.events.len().saturating_sub(EVENTS_WAITING);
         self.events.drain(..excess);
     }
 
-    /// Writes them: the annotation patch and the events, together.
+    /// Writes them: the metadata patch and the events, together.
     pub async fn write(&self, cluster: &dyn Cluster) {
         let cr = self.cr.as_ref();
         let annotation_write = async {
-            if let Some(a) = &self.annotations
-                && let Err(e) = cluster.patch_annotations(cr, a).await
+            if let Some(m) = &self.metadata
+                && let Err(e) = cluster.patch_metadata(cr, m).await
             {
-                tracing::warn!(error = %e, "annotations not written");
+                tracing::warn!(error = %e, "CR labels and annotations not written");
             }
         };
         let event_writes = async {

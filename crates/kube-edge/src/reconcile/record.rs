@@ -107,7 +107,7 @@ pub(super) async fn record(
     }
     let later = Later {
         cr: job.cr.clone(),
-        annotations,
+        metadata: metadata(ctx, cr, annotations),
         events,
     };
     (!later.is_empty()).then_some(later)
@@ -137,6 +137,43 @@ pub(super) fn warning(kind: &str, message: &str) -> Event {
         action: "Reconcile".into(),
         secondary: None,
     }
+}
+
+/// The metadata patch for the CR: ork's annotations (when they changed) and the entry's
+/// templated `labels`/`annotations` (SPEC §9), only where they differ from what the CR carries.
+fn metadata(
+    ctx: &EntryContext,
+    cr: &DynamicObject,
+    ork: Option<Map<String, Value>>,
+) -> Option<Map<String, Value>> {
+    let mut annotations = ork.unwrap_or_default();
+    let mut labels = Map::new();
+    if !ctx.own_metadata.is_empty() {
+        let json = serde_json::to_value(cr).unwrap_or(Value::Null);
+        match ctx.entry.render_metadata(&json) {
+            Ok((want_labels, want_annotations)) => {
+                for (k, v) in want_labels {
+                    if cr.labels().get(&k) != Some(&v) {
+                        labels.insert(k, Value::String(v));
+                    }
+                }
+                for (k, v) in want_annotations {
+                    if cr.annotations().get(&k) != Some(&v) {
+                        annotations.insert(k, Value::String(v));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the entry's labels/annotations did not render"),
+        }
+    }
+    let mut patch = Map::new();
+    if !labels.is_empty() {
+        patch.insert("labels".into(), Value::Object(labels));
+    }
+    if !annotations.is_empty() {
+        patch.insert("annotations".into(), Value::Object(annotations));
+    }
+    (!patch.is_empty()).then_some(patch)
 }
 
 /// The CR's own health and metrics annotations, when their meaning (state, last result,

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use kube::ResourceExt;
 use ork_katalog::condition::RuleAction;
-use ork_katalog::template::Template;
 use ork_protocol::{Gvk, Prepared, Request, Trigger, ValidationReport};
 use serde_json::{Map, Value};
 
@@ -39,7 +38,7 @@ pub(super) fn build(
             kind: ctx.cr_resource.kind.clone(),
         },
         object: strip_paths(cr.clone(), &ctx.remote.payload.object.exclude),
-        args: render_args(&ctx.remote.args, cr)?,
+        args: args(ctx, cr)?,
         prepared: Prepared {
             children: children(ctx, job),
             cross: job.cross.clone()?,
@@ -79,49 +78,33 @@ fn validate(ctx: &EntryContext, cr: &Value) -> ValidationReport {
 fn children(ctx: &EntryContext, job: &Job) -> BTreeMap<String, BTreeMap<String, Value>> {
     let payload = &ctx.remote.payload.children;
     let mut out: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
-    if !payload.enabled {
-        return out;
-    }
     for (child, obj) in &job.children {
         let Some(t) = ctx.children.get(child.type_index) else {
             continue;
         };
+        let kind = t.managed.kind.to_lowercase();
+        // `payload.children.resources` may leave a type out or strip it differently.
+        let Some(exclude) = payload.exclude_for(&kind) else {
+            continue;
+        };
         let v = strip_paths(
             serde_json::to_value(obj.as_ref()).unwrap_or(Value::Null),
-            &payload.exclude,
+            exclude,
         );
-        out.entry(t.managed.kind.to_lowercase())
-            .or_default()
-            .insert(obj.name_any(), v);
+        out.entry(kind).or_default().insert(obj.name_any(), v);
     }
     out
 }
 
-/// Evaluates string args as templates, coercing results to JSON types ("5" → 5, "true" → true).
-fn render_args(
-    args: &BTreeMap<String, Value>,
-    cr: &Value,
-) -> Result<Option<Map<String, Value>>, ReconcileError> {
-    if args.is_empty() {
+/// `args` rendered with the Katalog's notes ("5" → 5, "true" → true); `None` when empty.
+fn args(ctx: &EntryContext, cr: &Value) -> Result<Option<Map<String, Value>>, ReconcileError> {
+    if ctx.remote.args.is_empty() {
         return Ok(None);
     }
-    let mut out = Map::new();
-    for (k, v) in args {
-        let value = match v {
-            Value::String(s) if s.contains("{{") => {
-                let rendered = Template::parse(s)
-                    .and_then(|t| t.render(cr))
-                    .map_err(|e| ReconcileError::Request(format!("args.{k}: {e}")))?;
-                serde_json::from_str::<Value>(&rendered)
-                    .ok()
-                    .filter(|v| v.is_number() || v.is_boolean())
-                    .unwrap_or(Value::String(rendered))
-            }
-            other => other.clone(),
-        };
-        out.insert(k.clone(), value);
-    }
-    Ok(Some(out))
+    ctx.remote
+        .render_args(cr)
+        .map(Some)
+        .map_err(ReconcileError::Request)
 }
 
 fn strip_paths(mut v: Value, paths: &[String]) -> Value {
@@ -156,21 +139,5 @@ mod tests {
             ],
         );
         assert_eq!(out, json!({"metadata": {"name": "a"}, "spec": {"keep": 1}}));
-    }
-
-    #[test]
-    fn templated_args_are_rendered_and_coerced() {
-        let args = BTreeMap::from([
-            ("env".to_string(), json!("{{ .spec.env }}")),
-            ("replicas".to_string(), json!("{{ .spec.replicas }}")),
-            ("flag".to_string(), json!("{{ .spec.flag }}")),
-            ("fixed".to_string(), json!({"a": 1})),
-        ]);
-        let cr = json!({"spec": {"env": "prod", "replicas": 3, "flag": true}});
-        let out = render_args(&args, &cr).expect("renders").expect("some");
-        assert_eq!(out["env"], "prod");
-        assert_eq!(out["replicas"], 3);
-        assert_eq!(out["flag"], true);
-        assert_eq!(out["fixed"], json!({"a": 1}));
     }
 }

@@ -283,17 +283,17 @@ impl Cluster for MemoryCluster {
         })
     }
 
-    fn patch_annotations<'a>(
+    fn patch_metadata<'a>(
         &'a self,
         cr: &'a DynamicObject,
-        annotations: &'a Map<String, Value>,
+        metadata: &'a Map<String, Value>,
     ) -> Written<'a> {
         Box::pin(async move {
             let mut m = self.lock();
             let key = key_of(cr);
             let rv = m.bump();
             if let Some(stored) = m.crs.get_mut(&key) {
-                merge(stored, &json!({"metadata": {"annotations": annotations}}));
+                merge(stored, &json!({ "metadata": metadata }));
                 stored["metadata"]["resourceVersion"] = json!(rv);
             }
             Ok(())
