@@ -254,3 +254,49 @@ spec:
     tokio::time::sleep(Duration::from_millis(100)).await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_is_set() -> Result<()>
+{
+    let svc = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        answer(json!([config_map(
+            &format!("{name}-settings"),
+            json!({"from": "ork"})
+        )]))
+    })
+    .await?;
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
+    for name in ["web-settings", "adopted-settings"] {
+        let cm: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": name}, "data": {"from": "someone"}}),
+        )?;
+        maps.create(&Default::default(), &cm).await?;
+    }
+
+    // Without adopt: refused, named, and the object left alone.
+    let (client, _ork) = start_katalog(&ns, &configmap_katalog(&ns.name, &svc.url, 2, "")).await?;
+    create_webapp(&client, &ns.name, "web", "x").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let (_, message) = wait_ready(&api, "web", "False").await?;
+    assert!(
+        message.contains("web-settings already exists") && message.contains("adopt"),
+        "{message}"
+    );
+    let untouched = maps.get("web-settings").await?;
+    assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
+    drop(_ork);
+
+    // With adopt: true on the managed resource, ork takes it over.
+    let adopting = configmap_katalog(&ns.name, &svc.url, 2, ", adopt: true");
+    let (client, _ork) = start_katalog(&ns, &adopting).await?;
+    create_webapp(&client, &ns.name, "adopted", "x").await?;
+    wait_ready(&api, "adopted", "True").await?;
+    let taken = maps.get("adopted-settings").await?;
+    assert_eq!(taken.data.unwrap_or_default()["from"], "ork");
+    Ok(())
+}

@@ -825,6 +825,9 @@ pub struct ManagedResource {
     /// Other namespaces children of this type may be written to.
     pub namespaces: Vec<String>,
     pub cluster_scoped: bool,
+    /// ork may take over an existing object of this type that no CR owns (SPEC §11); without
+    /// it such an object is a failed reconcile that names it.
+    pub adopt: bool,
 }
 
 impl ManagedResource {
@@ -870,6 +873,8 @@ pub struct ManagedResourceSpec {
     pub namespaces: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster_scoped: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt: bool,
 }
 
 impl TryFrom<ManagedResourceSpec> for ManagedResource {
@@ -960,6 +965,7 @@ impl TryFrom<ManagedResourceSpec> for ManagedResource {
             name: s.name,
             namespace: s.namespace,
             namespaces,
+            adopt: s.adopt,
         })
     }
 }
@@ -976,6 +982,7 @@ impl From<&ManagedResource> for ManagedResourceSpec {
             namespace: m.namespace.clone(),
             namespaces: m.namespaces.clone(),
             cluster_scoped: m.cluster_scoped,
+            adopt: m.adopt,
         }
     }
 }

@@ -7,14 +7,14 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::core::DynamicObject;
+use kube::core::{DynamicObject, ObjectMeta};
 use kube::discovery::ApiResource;
 use kube::runtime::events::{Event, Recorder, Reporter};
 use ork_protocol::DesiredChild;
 use serde_json::{Map, Value};
 
 use super::write::{
-    WriteError, apply_child, patch_finalizers, patch_metadata, patch_status, prune_child,
+    WriteError, apply_child, existing, patch_finalizers, patch_metadata, patch_status, prune_child,
 };
 use crate::discovery::ChildType;
 
@@ -30,6 +30,14 @@ pub(crate) trait Cluster: Send + Sync {
         object: &'a Value,
         force: bool,
     ) -> BoxFuture<'a, Result<DynamicObject, WriteError>>;
+    /// The metadata of an existing object of type `t`, if there is one (from the API server's
+    /// cache: a cheap read).
+    fn existing<'a>(
+        &'a self,
+        t: &'a ChildType,
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ObjectMeta>, WriteError>>;
     /// Deletes a child ork applied earlier; a child already gone is fine.
     fn delete<'a>(
         &'a self,
@@ -91,6 +99,15 @@ impl Cluster for KubeCluster {
         force: bool,
     ) -> BoxFuture<'a, Result<DynamicObject, WriteError>> {
         Box::pin(apply_child(&self.client, t, child, object, force))
+    }
+
+    fn existing<'a>(
+        &'a self,
+        t: &'a ChildType,
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ObjectMeta>, WriteError>> {
+        Box::pin(existing(&self.client, t, namespace, name))
     }
 
     fn delete<'a>(

@@ -1,8 +1,8 @@
 //! Writes to the API server: server-side apply of children, prune, status, annotation and
 //! finalizer patches, each a typed error the retry policy can read.
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::core::DynamicObject;
+use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams};
+use kube::core::{DynamicObject, ObjectMeta};
 use kube::{Client, ResourceExt};
 use ork_protocol::{DesiredChild, OwnerRef};
 use serde_json::{Map, Value, json};
@@ -14,6 +14,12 @@ use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_UID};
 pub enum WriteError {
     #[error("apply {kind} {name}: {}", message(source))]
     ApplyFailed {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("read {kind} {name}: {}", message(source))]
+    ReadFailed {
         kind: String,
         name: String,
         source: kube::Error,
@@ -40,9 +46,9 @@ pub enum WriteError {
 impl WriteError {
     fn source(&self) -> Option<&kube::Error> {
         match self {
-            WriteError::ApplyFailed { source, .. } | WriteError::PruneFailed { source, .. } => {
-                Some(source)
-            }
+            WriteError::ApplyFailed { source, .. }
+            | WriteError::PruneFailed { source, .. }
+            | WriteError::ReadFailed { source, .. } => Some(source),
             WriteError::StatusFailed(e)
             | WriteError::AnnotateFailed(e)
             | WriteError::FinalizerFailed(e) => Some(e),
@@ -181,6 +187,27 @@ pub async fn apply_child(
         .map_err(|source| WriteError::ApplyFailed {
             kind: child.managed.kind.clone(),
             name: child.name.clone(),
+            source,
+        })
+}
+
+/// The metadata of an existing object, read from the API server's watch cache.
+///
+/// # Errors
+/// The read failed (other than "not found").
+pub async fn existing(
+    client: &Client,
+    t: &ChildType,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Option<ObjectMeta>, WriteError> {
+    api_for(client, t, namespace)
+        .get_metadata_opt_with(name, &GetParams::any())
+        .await
+        .map(|m| m.map(|m| m.metadata))
+        .map_err(|source| WriteError::ReadFailed {
+            kind: t.managed.kind.clone(),
+            name: name.to_string(),
             source,
         })
 }

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use ork_engine::drift::already_applied;
@@ -54,8 +55,16 @@ pub(super) async fn apply(
             name: child.name.clone(),
         };
         let live = ports.live.get(&at);
-        if let Some(l) = &live {
-            refuse_foreign(l, owner, child)?;
+        let adopt = adopts(ctx, type_index);
+        if let Some(l) = &live
+            && !adopt
+        {
+            refuse_foreign(
+                l.labels().get(OWNER_UID),
+                l.owner_references(),
+                owner,
+                child,
+            )?;
         }
         planned.push(Planned {
             object: stamped(child, owner),
@@ -64,6 +73,7 @@ pub(super) async fn apply(
             live,
         });
     }
+    refuse_unowned(ctx, ports, owner, &planned).await?;
     let desired: HashSet<ChildRef> = planned.iter().map(|p| p.at.clone()).collect();
     let writes = planned
         .iter()
@@ -123,26 +133,66 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// An object of a managed type that ork applied for another CR is not this CR's to take.
+/// `adopt: true` on the managed resource of `type_index`.
+fn adopts(ctx: &EntryContext, type_index: usize) -> bool {
+    ctx.remote
+        .managed_resources
+        .get(type_index)
+        .is_some_and(|m| m.adopt)
+}
+
+/// Children ork has not seen are looked up (from the API server's cache, all at once): an object
+/// of that name that exists and is not this CR's is not taken over (SPEC §11).
+async fn refuse_unowned(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    owner: &Owner,
+    planned: &[Planned<'_>],
+) -> Result<(), ReconcileError> {
+    let unseen = planned
+        .iter()
+        .filter(|p| p.live.is_none() && !adopts(ctx, p.at.type_index));
+    let lookups = unseen.map(|p| async move {
+        let t = &ctx.children[p.at.type_index];
+        let found = ports
+            .cluster
+            .existing(t, p.at.namespace.as_deref(), &p.at.name)
+            .await;
+        (p, found)
+    });
+    for (p, found) in futures::future::join_all(lookups).await {
+        if let Some(meta) = found? {
+            let label = meta.labels.as_ref().and_then(|l| l.get(OWNER_UID));
+            let refs = meta.owner_references.as_deref().unwrap_or_default();
+            refuse_foreign(label, refs, owner, p.child)?;
+        }
+    }
+    Ok(())
+}
+
+/// An existing object is this CR's when it carries its owner label or a controller reference to
+/// it; anything else is someone else's and is not taken over.
 fn refuse_foreign(
-    live: &DynamicObject,
+    owner_label: Option<&String>,
+    owner_refs: &[OwnerReference],
     owner: &Owner,
     child: &DesiredChild,
 ) -> Result<(), ReconcileError> {
-    let owned_by_label = live.labels().get(OWNER_UID) == Some(&owner.uid);
-    let owned_by_ref = live
-        .owner_references()
+    let owned_by_label = owner_label == Some(&owner.uid);
+    let owned_by_ref = owner_refs
         .iter()
         .any(|r| r.uid == owner.uid && r.controller == Some(true));
-    match live.labels().get(OWNER_UID) {
-        Some(other) if !owned_by_label && !owned_by_ref && !other.is_empty() => {
-            Err(ReconcileError::NotOwned(format!(
-                "{} {} already exists and belongs to another object (owner UID {other}); ork does not take it over",
-                child.managed.kind, child.name
-            )))
-        }
-        _ => Ok(()),
+    if owned_by_label || owned_by_ref {
+        return Ok(());
     }
+    let whose = match owner_label {
+        Some(other) => format!("it belongs to another object (owner UID {other})"),
+        None => "this CR does not own it".to_string(),
+    };
+    Err(ReconcileError::NotOwned(format!(
+        "{} {} already exists and {whose}; ork does not take it over (set `adopt: true` on its managedResources entry to allow that)",
+        child.managed.kind, child.name
+    )))
 }
 
 /// Deletes the CR's children that are not in `desired`.

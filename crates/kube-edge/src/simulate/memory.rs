@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
-use kube::core::DynamicObject;
+use kube::core::{DynamicObject, ObjectMeta};
 use kube::runtime::events::{Event, EventType};
 use ork_protocol::DesiredChild;
 use serde::Serialize;
@@ -244,6 +244,21 @@ impl Cluster for MemoryCluster {
             next["metadata"]["resourceVersion"] = json!(m.bump());
             m.objects.insert(key, next.clone());
             as_object(next)
+        })
+    }
+
+    fn existing<'a>(
+        &'a self,
+        t: &'a ChildType,
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ObjectMeta>, WriteError>> {
+        Box::pin(async move {
+            let m = self.lock();
+            let key = (type_key(t), object_key(namespace, name));
+            Ok(m.objects
+                .get(&key)
+                .and_then(|o| serde_json::from_value(o["metadata"].clone()).ok()))
         })
     }
 
