@@ -1,6 +1,6 @@
 //! Command-line parsing and dispatch.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -20,8 +20,8 @@ struct Cli {
 enum Command {
     /// Check a Katalog and print one line per entry; every problem with file, line and field.
     Validate {
-        /// The Katalog file.
-        #[arg(short = 'k', long = "katalog")]
+        /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+        #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
         katalog: PathBuf,
     },
     /// Run the remote reconcilers of a Katalog against the cluster.
@@ -41,6 +41,24 @@ enum Command {
     Generate(Generate),
 }
 
+/// The Katalog every command reads when `-k` is not given.
+const DEFAULT_KATALOG: &str = "./katalog.yaml";
+
+impl Command {
+    /// The Katalog file the command reads, if it reads one.
+    fn katalog(&self) -> Option<&Path> {
+        match self {
+            Command::Validate { katalog }
+            | Command::Generate(Generate::Rbac { katalog, .. })
+            | Command::Generate(Generate::Bundle { katalog, .. }) => Some(katalog),
+            Command::Run(args) => Some(&args.katalog),
+            Command::Simulate(args) => Some(&args.katalog),
+            Command::Check(args) => Some(&args.katalog),
+            Command::Schema { .. } => None,
+        }
+    }
+}
+
 /// The folder a Katalog file is in (`.` for a bare file name): relative exec commands start there.
 pub fn folder_of(katalog: &std::path::Path) -> PathBuf {
     katalog
@@ -51,6 +69,15 @@ pub fn folder_of(katalog: &std::path::Path) -> PathBuf {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(path) = cli.command.katalog()
+        && path == Path::new(DEFAULT_KATALOG)
+        && !path.exists()
+    {
+        eprintln!(
+            "ork: no Katalog: there is no {DEFAULT_KATALOG} here\n    hint: run ork in the Katalog's folder or give the file with -k FILE"
+        );
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
         Command::Run(args) => crate::run::run(args),
@@ -86,8 +113,8 @@ pub fn main() -> ExitCode {
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The Katalog file.
-    #[arg(short = 'k', long = "katalog")]
+    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
     pub katalog: PathBuf,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long)]
@@ -114,22 +141,29 @@ pub struct RunArgs {
     /// still installed.
     #[arg(long)]
     pub no_dev_files: bool,
+    /// Spread objects over this many shards, one Lease each; any number of replicas split them
+    /// evenly and take over a lost replica's shards (SPEC §12). 1 = no sharding.
+    #[arg(long, default_value_t = 1, conflicts_with = "leader_elect",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
 }
 
 #[derive(Debug, Subcommand)]
 enum Generate {
-    /// ServiceAccount, ClusterRole and ClusterRoleBinding with exactly the permissions the Katalog needs.
+    /// ork's Namespace and ServiceAccount, and (Cluster)Roles and bindings with exactly the
+    /// permissions the Katalog needs: in one namespace for an entry that watches one.
     Rbac {
-        /// The Katalog file.
-        #[arg(short = 'k', long = "katalog")]
+        /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+        #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
         katalog: PathBuf,
         #[command(flatten)]
         target: Target,
     },
-    /// Everything to run ork in a cluster: namespace, RBAC, the Katalog as a ConfigMap, a Deployment.
+    /// Everything to run ork in a cluster: namespace, the CRDs of `crdFile`s, RBAC, the Katalog
+    /// (and the files it names) as a ConfigMap, a Deployment running `ork run --no-dev-files`.
     Bundle {
-        /// The Katalog file.
-        #[arg(short = 'k', long = "katalog")]
+        /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+        #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
         katalog: PathBuf,
         #[command(flatten)]
         target: Target,
@@ -160,8 +194,8 @@ impl Target {
 
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
-    /// The Katalog file.
-    #[arg(short = 'k', long = "katalog")]
+    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
     pub katalog: PathBuf,
     /// A file of CRs to reconcile (several documents allowed); repeatable.
     #[arg(long = "cr", required = true)]
@@ -185,8 +219,8 @@ pub struct SimulateArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// The Katalog file.
-    #[arg(short = 'k', long = "katalog")]
+    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
     pub katalog: PathBuf,
     /// The entry whose service is checked.
     #[arg(long)]

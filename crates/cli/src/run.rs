@@ -12,6 +12,7 @@ use kube::{Client, Config};
 use ork_katalog::load_file;
 use ork_kube::leader::{Elector, LeaseConfig};
 use ork_kube::permissions;
+use ork_kube::shards::{ShardManager, ShardSet};
 use ork_kube::{RunOptions, Runtime};
 
 use crate::cli::RunArgs;
@@ -66,7 +67,11 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             args.katalog.display()
         );
     }
-    let runtime = Runtime::new(&katalog, !args.leader_elect);
+    let runtime = if args.shards > 1 {
+        Runtime::with_shards(&katalog, true, ShardSet::new(args.shards))
+    } else {
+        Runtime::new(&katalog, !args.leader_elect)
+    };
     if args.http_addr != "none" {
         let addr: SocketAddr = args
             .http_addr
@@ -91,6 +96,19 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         let runtime = runtime.clone();
         tokio::spawn(async move { elector.campaign(runtime).await });
     }
+    let sharder = (args.shards > 1).then(|| {
+        ShardManager::new(
+            client.clone(),
+            &options.ork_namespace,
+            identity(),
+            LeaseConfig::with_duration(args.lease_duration),
+            args.shutdown_grace,
+        )
+    });
+    let shard_task = sharder.clone().map(|sharder| {
+        let runtime = runtime.clone();
+        tokio::spawn(async move { sharder.run(runtime).await })
+    });
     let result = tokio::select! {
         result = runtime.run(client, katalog, options) => result.map_err(anyhow::Error::from),
         () = shutdown_signal() => Ok(()),
@@ -106,6 +124,10 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     }
     if let Some(elector) = elector {
         elector.release().await;
+    }
+    if let (Some(sharder), Some(task)) = (sharder, shard_task) {
+        task.abort();
+        sharder.release_all(&runtime).await;
     }
     tracing::info!("stopped");
     result

@@ -187,6 +187,16 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         self.in_flight.len()
     }
 
+    /// The keys being worked on.
+    pub fn in_flight_keys(&self) -> impl Iterator<Item = &K> {
+        self.in_flight.iter()
+    }
+
+    /// The keys waiting now.
+    pub fn queued_keys(&self) -> impl Iterator<Item = &K> {
+        self.queued.keys()
+    }
+
     fn cancel_delay(&mut self, key: &K) {
         if let Some(slot) = self.delay_of.remove(key) {
             self.delayed.remove(&slot);

@@ -26,6 +26,7 @@ mod process;
 mod reconcile;
 mod registry;
 mod runtime;
+pub mod shards;
 pub mod simulate;
 
 pub use controller::{RunError, RunOptions};

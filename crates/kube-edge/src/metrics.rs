@@ -15,6 +15,11 @@ struct EntryLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ShardLabel {
+    shard: u32,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     entry: String,
     result: String,
@@ -56,6 +61,8 @@ pub(crate) struct Metrics {
     workers_busy: Family<EntryLabel, Gauge>,
     health_state: Family<StateLabels, Gauge>,
     leader: Gauge,
+    shards_held: Gauge,
+    shard_queue_depth: Family<ShardLabel, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -119,7 +126,21 @@ impl Metrics {
             "1 while this process may reconcile (leader, or no election)",
             leader.clone(),
         );
+        let shards_held = Gauge::default();
+        registry.register(
+            "ork_shards_held",
+            "Shards this replica holds (1 without --shards when it may reconcile)",
+            shards_held.clone(),
+        );
+        let shard_queue_depth = Family::<ShardLabel, Gauge>::default();
+        registry.register(
+            "ork_shard_queue_depth",
+            "Keys waiting in this replica's queues, per shard (with --shards)",
+            shard_queue_depth.clone(),
+        );
         Metrics {
+            shards_held,
+            shard_queue_depth,
             registry: std::sync::Arc::new(registry),
             reconciles,
             reconcile_duration,
@@ -165,6 +186,16 @@ impl Metrics {
                 result: result.into(),
             })
             .inc();
+    }
+
+    pub fn set_shards_held(&self, n: usize) {
+        self.shards_held.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn shard_queue_depth(&self, shard: u32, depth: usize) {
+        self.shard_queue_depth
+            .get_or_create(&ShardLabel { shard })
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 
     pub fn set_leader(&self, leading: bool) {

@@ -1,14 +1,15 @@
-//! Least privilege from the Katalog (SPEC §6): the rules `ork generate rbac` writes and that
-//! `ork run` checks at startup with SelfSubjectAccessReview, naming every one it lacks.
+//! Least privilege from the Katalog (SPEC §6, §11): the rules `ork generate rbac` writes and
+//! that `ork run` checks at startup with SelfSubjectAccessReview, naming every one it lacks.
+//! An entry that watches one namespace gets its rules in that namespace only.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
-use ork_katalog::Katalog;
+use ork_katalog::{CrdEntry, Katalog, ManagedResource, kinds};
 
 /// One RBAC policy rule.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -23,88 +24,222 @@ pub struct Rule {
     pub namespace: Option<String>,
 }
 
+/// A managed resource whose plural is not known without the API server: RBAC cannot name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    pub entry: String,
+    /// Its index in `managedResources`.
+    pub index: usize,
+    /// `group/Kind`.
+    pub what: String,
+}
+
 const CR_VERBS: [&str; 5] = ["get", "list", "watch", "update", "patch"];
 const CHILD_VERBS: [&str; 7] = [
     "get", "list", "watch", "create", "update", "patch", "delete",
 ];
+const SECRET_VERBS: [&str; 3] = ["get", "list", "watch"];
+/// Installing a CRD from `crdFile` by server-side apply: a create by apply is authorised with
+/// the object's name, so `create` scoped by `resourceNames` is enough (a POST would not be).
+const CRD_VERBS: [&str; 6] = ["get", "list", "watch", "create", "update", "patch"];
 
-/// Every rule ork needs for `katalog`; `leases` adds leader election in `ork_namespace`.
-/// Deterministic: the same Katalog always gives the same rules in the same order.
-pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> {
-    let mut out: Vec<Rule> = Vec::new();
-    let mut children: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut secrets: BTreeSet<String> = BTreeSet::new();
-    for entry in katalog.spec.crds.values().filter(|e| e.enabled) {
-        let t = &entry.api_types;
-        out.push(Rule {
-            api_group: t.group.clone(),
-            resources: vec![t.plural.clone()],
-            verbs: CR_VERBS.to_vec(),
-            resource_names: Vec::new(),
-            namespace: None,
-        });
-        out.push(Rule {
-            api_group: t.group.clone(),
-            resources: vec![
-                format!("{}/status", t.plural),
-                format!("{}/finalizers", t.plural),
-            ],
-            verbs: vec!["get", "update", "patch"],
-            resource_names: Vec::new(),
-            namespace: None,
-        });
-        if let Some(remote) = &entry.operator_box.reconcile.remote {
-            for m in &remote.managed_resources {
-                children.insert((m.group.clone(), m.plural.clone()));
-            }
-            if let Some(secret) = remote.auth.as_ref().and_then(|a| a.secret_ref.as_ref()) {
-                secrets.insert(secret.name.clone());
-            }
-            if let Some(tls) = &remote.tls {
-                secrets.extend(tls.ca_secret_ref.iter().map(|r| r.name.clone()));
-                secrets.extend(tls.client_cert_secret_ref.iter().map(|r| r.name.clone()));
+/// Where an entry's CRs live as far as RBAC goes: one namespace, or the whole cluster.
+fn entry_namespace(entry: &CrdEntry) -> Option<String> {
+    entry
+        .namespace
+        .clone()
+        .filter(|n| entry.namespaced && !n.is_empty())
+}
+
+/// The plural of a managed resource, from the Katalog or the built-in kinds; `None` when only
+/// discovery can tell.
+fn plural_of(m: &ManagedResource) -> Option<String> {
+    if !m.needs_discovery() {
+        return Some(m.plural.clone());
+    }
+    let kind = m.kind.as_deref()?;
+    kinds::by_kind(kind, Some(&m.group)).map(|b| b.plural.to_string())
+}
+
+/// Managed resources [`rules`] leaves out because their plural is only known through discovery.
+pub fn unresolved(katalog: &Katalog) -> Vec<Unresolved> {
+    let mut out = Vec::new();
+    for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
+        let Some(remote) = &entry.operator_box.reconcile.remote else {
+            continue;
+        };
+        for (index, m) in remote.managed_resources.iter().enumerate() {
+            if plural_of(m).is_none() {
+                out.push(Unresolved {
+                    entry: name.clone(),
+                    index,
+                    what: m.describe(),
+                });
             }
         }
-    }
-    for (group, plural) in children {
-        out.push(Rule {
-            api_group: group,
-            resources: vec![plural],
-            verbs: CHILD_VERBS.to_vec(),
-            resource_names: Vec::new(),
-            namespace: None,
-        });
-    }
-    for group in ["", "events.k8s.io"] {
-        out.push(Rule {
-            api_group: group.into(),
-            resources: vec!["events".into()],
-            verbs: vec!["create", "patch"],
-            resource_names: Vec::new(),
-            namespace: None,
-        });
-    }
-    if !secrets.is_empty() {
-        out.push(Rule {
-            api_group: String::new(),
-            resources: vec!["secrets".into()],
-            verbs: vec!["get", "list", "watch"],
-            resource_names: secrets.into_iter().collect(),
-            namespace: None,
-        });
-    }
-    if leases {
-        out.push(Rule {
-            api_group: "coordination.k8s.io".into(),
-            resources: vec!["leases".into()],
-            verbs: vec!["get", "create", "update"],
-            resource_names: Vec::new(),
-            namespace: Some(ork_namespace.into()),
-        });
     }
     out
 }
 
+fn rule(
+    group: &str,
+    resources: Vec<String>,
+    verbs: &[&'static str],
+    namespace: Option<String>,
+) -> Rule {
+    Rule {
+        api_group: group.to_string(),
+        resources,
+        verbs: verbs.to_vec(),
+        resource_names: Vec::new(),
+        namespace,
+    }
+}
+
+/// Every rule ork needs for `katalog`; `leases` adds leader election in `ork_namespace`.
+/// Deterministic: the same Katalog always gives the same rules in the same order.
+///
+/// - CRs (and their `status`/`finalizers`), children and events: cluster-wide for an entry that
+///   watches every namespace; in its namespace (and each managed resource's `namespaces`) for
+///   an entry with `namespace:`. Cluster-scoped children are always cluster-wide.
+/// - Auth and TLS Secrets in their namespace, by name; a templated Secret name grants every
+///   Secret of that namespace.
+/// - A `crdFile`'s CRD by name, to install or update it.
+/// - Managed resources whose plural needs discovery are left out: see [`unresolved`].
+pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> {
+    let mut out: Vec<Rule> = Vec::new();
+    // (namespace, group, plural); `None` is cluster-wide.
+    let mut children: BTreeSet<(Option<String>, String, String)> = BTreeSet::new();
+    let mut events: BTreeSet<Option<String>> = BTreeSet::new();
+    // namespace → Secret names; `None` for a templated name (every Secret there).
+    let mut secrets: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
+    let mut crds: BTreeSet<String> = BTreeSet::new();
+    for entry in katalog.spec.crds.values().filter(|e| e.enabled) {
+        let t = &entry.api_types;
+        let at = entry_namespace(entry);
+        out.push(rule(
+            &t.group,
+            vec![t.plural.clone()],
+            &CR_VERBS,
+            at.clone(),
+        ));
+        out.push(rule(
+            &t.group,
+            vec![
+                format!("{}/status", t.plural),
+                format!("{}/finalizers", t.plural),
+            ],
+            &["get", "update", "patch"],
+            at.clone(),
+        ));
+        events.insert(at.clone());
+        if entry.crd_file.is_some() {
+            crds.insert(format!("{}.{}", t.plural, t.group));
+        }
+        let Some(remote) = &entry.operator_box.reconcile.remote else {
+            continue;
+        };
+        for m in &remote.managed_resources {
+            let Some(plural) = plural_of(m) else {
+                continue;
+            };
+            match &at {
+                Some(ns) if !m.cluster_scoped => {
+                    for n in std::iter::once(ns).chain(&m.namespaces) {
+                        children.insert((Some(n.clone()), m.group.clone(), plural.clone()));
+                    }
+                }
+                _ => {
+                    children.insert((None, m.group.clone(), plural));
+                }
+            }
+        }
+        let home = |ns: &Option<String>| ns.clone().unwrap_or_else(|| ork_namespace.to_string());
+        if let Some(s) = remote.auth.as_ref().and_then(|a| a.secret_ref.as_ref()) {
+            let name = (!s.is_templated()).then(|| s.name.clone());
+            secrets.entry(home(&s.namespace)).or_default().insert(name);
+        }
+        if let Some(tls) = &remote.tls {
+            for (name, ns) in tls
+                .ca_secret_ref
+                .iter()
+                .map(|r| (&r.name, &r.namespace))
+                .chain(
+                    tls.client_cert_secret_ref
+                        .iter()
+                        .map(|r| (&r.name, &r.namespace)),
+                )
+            {
+                secrets
+                    .entry(home(ns))
+                    .or_default()
+                    .insert(Some(name.clone()));
+            }
+        }
+    }
+    let cluster_wide: BTreeSet<(String, String)> = children
+        .iter()
+        .filter(|(ns, _, _)| ns.is_none())
+        .map(|(_, g, p)| (g.clone(), p.clone()))
+        .collect();
+    // Cluster-wide first (as before), then per namespace; a namespaced copy of a cluster-wide
+    // rule adds nothing.
+    let mut children: Vec<_> = children
+        .into_iter()
+        .filter(|(ns, g, p)| ns.is_none() || !cluster_wide.contains(&(g.clone(), p.clone())))
+        .collect();
+    children
+        .sort_by(|a, b| (a.0.is_some(), &a.0, &a.1, &a.2).cmp(&(b.0.is_some(), &b.0, &b.1, &b.2)));
+    for (ns, group, plural) in children {
+        out.push(rule(&group, vec![plural], &CHILD_VERBS, ns));
+    }
+    let events: Vec<Option<String>> = if events.contains(&None) {
+        vec![None]
+    } else {
+        events.into_iter().collect()
+    };
+    for ns in events {
+        for group in ["", "events.k8s.io"] {
+            out.push(rule(
+                group,
+                vec!["events".into()],
+                &["create", "patch"],
+                ns.clone(),
+            ));
+        }
+    }
+    if !crds.is_empty() {
+        out.push(Rule {
+            resource_names: crds.into_iter().collect(),
+            ..rule(
+                "apiextensions.k8s.io",
+                vec!["customresourcedefinitions".into()],
+                &CRD_VERBS,
+                None,
+            )
+        });
+    }
+    for (ns, names) in secrets {
+        let resource_names = if names.contains(&None) {
+            Vec::new()
+        } else {
+            names.into_iter().flatten().collect()
+        };
+        out.push(Rule {
+            resource_names,
+            ..rule("", vec!["secrets".into()], &SECRET_VERBS, Some(ns))
+        });
+    }
+    if leases {
+        out.push(rule(
+            "coordination.k8s.io",
+            vec!["leases".into()],
+            &["get", "create", "update"],
+            Some(ork_namespace.into()),
+        ));
+    }
+    out
+}
 /// Asks the API server, for every verb of every rule, whether this client may; returns each
 /// missing permission as `verb group/resource[/sub] [name] [in namespace]`.
 ///
@@ -168,19 +303,47 @@ pub async fn missing(client: &Client, rules: &[Rule]) -> Result<Vec<String>, kub
 mod tests {
     use super::*;
 
+    fn load(yaml: &str) -> Katalog {
+        ork_katalog::load_str(yaml, std::path::Path::new("k.yaml")).expect("valid")
+    }
+
+    /// A Katalog of one entry `web` with `entry` and `remote` lines added (6 and 12 spaces).
+    fn katalog(entry: &str, remote: &str) -> Katalog {
+        load(&format!(
+            r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: t}}
+spec:
+  crds:
+    web:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+{entry}      operatorBox:
+        reconcile:
+          default: false
+          remote:
+            endpoint: "http://127.0.0.1:1/r"
+            managedResources:
+              - {{group: apps, version: v1, plural: deployments}}
+{remote}"#
+        ))
+    }
+
+    fn find<'a>(rules: &'a [Rule], group: &str, res: &str) -> Vec<&'a Rule> {
+        rules
+            .iter()
+            .filter(|r| r.api_group == group && r.resources[0] == res)
+            .collect()
+    }
+
     #[test]
     fn rules_cover_crs_children_events_secrets_and_leases_and_nothing_wider() {
         let yaml = include_str!("../../../examples/webapp/katalog.yaml").replace(
             "            timeout: 10s\n",
             "            timeout: 10s\n            auth: {secretRef: {name: token, key: t}}\n",
         );
-        let k = ork_katalog::load_str(&yaml, std::path::Path::new("k.yaml")).expect("valid");
+        let k = load(&yaml);
         let rules = rules(&k, "ork-system", true);
-        let find = |group: &str, res: &str| {
-            rules
-                .iter()
-                .find(|r| r.api_group == group && r.resources[0] == res)
-        };
+        let find = |group: &str, res: &str| find(&rules, group, res).first().copied();
         assert_eq!(
             find("demo.ork.dev", "webapps").map(|r| r.verbs.clone()),
             Some(CR_VERBS.to_vec())
@@ -193,9 +356,12 @@ mod tests {
             ])
         );
         assert_eq!(find("apps", "deployments").map(|r| r.verbs.len()), Some(7));
+        let secret = find("", "secrets").expect("the auth Secret");
+        assert_eq!(secret.resource_names, vec!["token".to_string()]);
         assert_eq!(
-            find("", "secrets").map(|r| r.resource_names.clone()),
-            Some(vec!["token".to_string()])
+            secret.namespace.as_deref(),
+            Some("ork-system"),
+            "read where it lives, not in every namespace"
         );
         assert_eq!(
             find("coordination.k8s.io", "leases").and_then(|r| r.namespace.clone()),
@@ -211,5 +377,122 @@ mod tests {
                 .iter()
                 .any(|r| r.resources[0] == "leases")
         );
+    }
+
+    #[test]
+    fn an_entry_watching_one_namespace_gets_its_rules_only_there() {
+        let k = katalog(
+            "      namespace: team\n",
+            "              - {group: \"\", version: v1, plural: configmaps, namespaces: [shared]}\n              - {group: rbac.authorization.k8s.io, version: v1, kind: ClusterRole}\n",
+        );
+        let rules = rules(&k, "ork-system", true);
+        let at = |group: &str, res: &str| -> Vec<Option<String>> {
+            find(&rules, group, res)
+                .iter()
+                .map(|r| r.namespace.clone())
+                .collect()
+        };
+        let team = || Some("team".to_string());
+        assert_eq!(at("demo.ork.dev", "webapps"), vec![team()]);
+        assert_eq!(at("demo.ork.dev", "webapps/status"), vec![team()]);
+        assert_eq!(at("apps", "deployments"), vec![team()]);
+        assert_eq!(
+            at("", "configmaps"),
+            vec![Some("shared".to_string()), team()],
+            "and in the other namespaces a managed resource names"
+        );
+        assert_eq!(
+            at("rbac.authorization.k8s.io", "clusterroles"),
+            vec![None],
+            "a cluster-scoped child is cluster-wide"
+        );
+        assert_eq!(at("", "events"), vec![team()]);
+        assert_eq!(at("events.k8s.io", "events"), vec![team()]);
+    }
+
+    #[test]
+    fn a_namespaced_rule_is_dropped_when_another_entry_needs_it_cluster_wide() {
+        let one = katalog("      namespace: team\n", "");
+        let mut k = katalog("", "");
+        let mut team = one.spec.crds["web"].clone();
+        team.api_types.plural = "others".into();
+        k.spec.crds.insert("team".into(), team);
+        let rules = rules(&k, "ork-system", false);
+        let deployments: Vec<_> = find(&rules, "apps", "deployments");
+        assert_eq!(deployments.len(), 1);
+        assert_eq!(deployments[0].namespace, None);
+        assert_eq!(find(&rules, "", "events").len(), 1);
+        assert_eq!(
+            find(&rules, "demo.ork.dev", "others")[0]
+                .namespace
+                .as_deref(),
+            Some("team")
+        );
+    }
+
+    #[test]
+    fn a_templated_secret_name_grants_the_secrets_of_its_namespace_by_no_name() {
+        let k = katalog(
+            "",
+            "            auth: {secretRef: {name: \"{{ .metadata.name }}-token\", key: t, namespace: creds}}\n",
+        );
+        let rules = rules(&k, "ork-system", false);
+        let secrets = find(&rules, "", "secrets");
+        assert_eq!(secrets.len(), 1);
+        assert_eq!(secrets[0].namespace.as_deref(), Some("creds"));
+        assert!(secrets[0].resource_names.is_empty());
+        assert_eq!(secrets[0].verbs, SECRET_VERBS.to_vec());
+    }
+
+    #[test]
+    fn a_crd_file_grants_that_crd_by_name() {
+        let dir = std::env::temp_dir().join(format!("ork-perm-crd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(
+            dir.join("crd.yaml"),
+            include_str!("../../../examples/webapp/crd.yaml"),
+        )
+        .expect("write");
+        let text = r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  crds:
+    web:
+      crdFile: crd.yaml
+      operatorBox:
+        reconcile:
+          default: false
+          remote: {endpoint: "http://127.0.0.1:1/r"}
+"#;
+        let k = ork_katalog::load_str(text, &dir.join("k.yaml")).expect("valid");
+        let rules = rules(&k, "ork-system", false);
+        let crd = find(&rules, "apiextensions.k8s.io", "customresourcedefinitions");
+        assert_eq!(crd.len(), 1);
+        assert_eq!(
+            crd[0].resource_names,
+            vec!["webapps.demo.ork.dev".to_string()]
+        );
+        assert_eq!(crd[0].namespace, None);
+        assert!(!crd[0].verbs.contains(&"delete"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_child_type_known_only_by_discovery_is_named_not_guessed() {
+        let k = katalog(
+            "",
+            "              - {apiVersion: db.example.com/v1, kind: Database}\n",
+        );
+        assert_eq!(
+            unresolved(&k),
+            vec![Unresolved {
+                entry: "web".into(),
+                index: 1,
+                what: "db.example.com/Database".into()
+            }]
+        );
+        let rules = rules(&k, "ork-system", false);
+        assert!(rules.iter().all(|r| r.api_group != "db.example.com"));
+        assert!(unresolved(&katalog("", "")).is_empty());
     }
 }

@@ -2,12 +2,13 @@
 //! reconciles (leadership, shutdown) and which entries' caches are synced.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
 use crate::registry::Registry;
+use crate::shards::ShardSet;
 
 #[derive(Debug)]
 pub(crate) struct Process {
@@ -18,10 +19,12 @@ pub(crate) struct Process {
     pub active_tx: watch::Sender<bool>,
     /// Entries whose caches hold the initial lists.
     synced: Mutex<HashSet<String>>,
+    /// The shards this process reconciles (all of one shard without `--shards`).
+    pub shards: Arc<ShardSet>,
 }
 
 impl Process {
-    pub fn new(active: bool) -> Process {
+    pub fn new(active: bool, shards: ShardSet) -> Process {
         let (active_tx, active_rx) = watch::channel(active);
         let metrics = Metrics::new();
         metrics.set_leader(active);
@@ -31,6 +34,7 @@ impl Process {
             active: active_rx,
             active_tx,
             synced: Mutex::default(),
+            shards: Arc::new(shards),
         }
     }
 

@@ -21,6 +21,20 @@ pub struct CrossError {
     pub message: String,
 }
 
+/// What the runtime may ask of a started entry.
+pub(crate) trait EntryHandle: Send + Sync {
+    /// Queue depth and reconciles in flight.
+    fn load(&self) -> (usize, usize);
+    /// Queued keys per shard, of `total` shards.
+    fn queued_by_shard(&self, total: u32) -> BTreeMap<u32, usize>;
+    /// Reconciles in flight of keys in `shard`.
+    fn in_flight_in_shard(&self, total: u32, shard: u32) -> usize;
+    /// Queues every object of `shard` (gained: each is reconciled once).
+    fn enqueue_shard(&self, total: u32, shard: u32);
+    /// The set of shards changed: look at the queue again.
+    fn wake(&self);
+}
+
 /// What one started entry shows the others.
 #[derive(Clone)]
 pub(crate) struct Published {
@@ -28,8 +42,7 @@ pub(crate) struct Published {
     pub namespaced: bool,
     pub crs: Store<DynamicObject>,
     pub health: Arc<Mutex<Health>>,
-    /// Queue depth and reconciles in flight.
-    pub load: Arc<dyn Fn() -> (usize, usize) + Send + Sync>,
+    pub handle: Arc<dyn EntryHandle>,
 }
 
 impl Published {

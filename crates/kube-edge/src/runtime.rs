@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use crate::controller::{RunError, RunOptions, start_entry};
 use crate::process::Process;
+use crate::shards::ShardSet;
 
 /// One entry as `/katalog` reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +28,9 @@ pub struct EntryReport {
     pub health: Option<Health>,
     pub queue_depth: usize,
     pub workers_busy: usize,
+    /// The shards this replica holds (with `--shards`), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards_held: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone)]
@@ -40,8 +44,13 @@ impl Runtime {
     /// A runtime for the enabled entries of `katalog`; `active` says whether it may reconcile
     /// from the start (false for a standby that waits for leadership).
     pub fn new(katalog: &Katalog, active: bool) -> Runtime {
+        Runtime::with_shards(katalog, active, ShardSet::single())
+    }
+
+    /// A runtime that reconciles only the keys of the shards `shards` holds (SPEC §12).
+    pub fn with_shards(katalog: &Katalog, active: bool, shards: ShardSet) -> Runtime {
         Runtime {
-            process: Arc::new(Process::new(active)),
+            process: Arc::new(Process::new(active, shards)),
             enabled: Arc::new(
                 katalog
                     .spec
@@ -110,7 +119,7 @@ impl Runtime {
             .registry
             .all()
             .iter()
-            .map(|p| (p.load)().1)
+            .map(|p| p.handle.load().1)
             .sum()
     }
 
@@ -143,10 +152,11 @@ impl Runtime {
                     health: None,
                     queue_depth: 0,
                     workers_busy: 0,
+                    shards_held: self.shards_held(),
                 },
                 Some(entry) => {
                     let health = entry.health();
-                    let (queue_depth, workers_busy) = (entry.load)();
+                    let (queue_depth, workers_busy) = entry.handle.load();
                     EntryReport {
                         name: name.clone(),
                         state: health.state.as_str().into(),
@@ -154,10 +164,52 @@ impl Runtime {
                         health: Some(health),
                         queue_depth,
                         workers_busy,
+                        shards_held: self.shards_held(),
                     }
                 }
             })
             .collect()
+    }
+
+    fn shards_held(&self) -> Option<Vec<u32>> {
+        let shards = &self.process.shards;
+        shards
+            .is_sharded()
+            .then(|| shards.held().into_iter().collect())
+    }
+
+    /// The shards of this process.
+    pub fn shards(&self) -> Arc<ShardSet> {
+        self.process.shards.clone()
+    }
+
+    /// The shards held changed: every entry looks at its queue again.
+    pub fn shards_changed(&self) {
+        self.process
+            .metrics
+            .set_shards_held(self.process.shards.held().len());
+        for e in self.process.registry.all() {
+            e.handle.wake();
+        }
+    }
+
+    /// Queues every object of `shard` in every entry (the shard was gained).
+    pub fn reconcile_shard(&self, shard: u32) {
+        let total = self.process.shards.total();
+        for e in self.process.registry.all() {
+            e.handle.enqueue_shard(total, shard);
+        }
+    }
+
+    /// Reconciles in flight, across entries, of keys in `shard`.
+    pub fn in_flight_in_shard(&self, shard: u32) -> usize {
+        let total = self.process.shards.total();
+        self.process
+            .registry
+            .all()
+            .iter()
+            .map(|e| e.handle.in_flight_in_shard(total, shard))
+            .sum()
     }
 
     /// Prometheus text, with the per-entry gauges brought up to date.
@@ -166,6 +218,20 @@ impl Runtime {
             self.process
                 .metrics
                 .entry_gauges(&e.name, e.queue_depth, e.workers_busy, &e.state);
+        }
+        let shards = &self.process.shards;
+        self.process.metrics.set_shards_held(shards.held().len());
+        if shards.is_sharded() {
+            let mut depth = std::collections::BTreeMap::new();
+            for e in self.process.registry.all() {
+                for (shard, n) in e.handle.queued_by_shard(shards.total()) {
+                    *depth.entry(shard).or_insert(0) += n;
+                }
+            }
+            for shard in 0..shards.total() {
+                let n = depth.get(&shard).copied().unwrap_or(0);
+                self.process.metrics.shard_queue_depth(shard, n);
+            }
         }
         self.process.metrics.encode()
     }

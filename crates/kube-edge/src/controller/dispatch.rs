@@ -41,6 +41,11 @@ pub(super) async fn dispatch(c: Arc<Controller>) {
                 let Some((key, reason)) = s.queue.pop() else {
                     break;
                 };
+                // Another replica's shard: not ours to reconcile (we reconcile it when gained).
+                if !c.process.shards.holds(&key) {
+                    s.queue.done(&key);
+                    continue;
+                }
                 s.busy += 1;
                 let c = c.clone();
                 let span = tracing::info_span!("reconcile", %key, trigger = reason.as_str());

@@ -1,6 +1,7 @@
 //! The controller of one entry: its compiled context, reflector stores, index, schedule and
 //! ports, and [`Controller::run_one`], the path of one key from queue to finish.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt;
@@ -24,7 +25,8 @@ use crate::labels::{OWNER, OWNER_UID};
 use crate::ports::{Cluster, Transport};
 use crate::process::Process;
 use crate::reconcile::{Done, Job, LiveChildren, Ports, Success, reconcile, record_failure};
-use crate::registry::Published;
+use crate::registry::{EntryHandle, Published};
+use crate::shards::shard_of;
 
 /// One entry's moving parts.
 pub(crate) struct Controller {
@@ -90,16 +92,12 @@ impl Controller {
 
     /// What this entry shows the others (`observe.cross`, `dependsOn`, `/katalog`).
     pub fn published(self: &Arc<Self>) -> Published {
-        let me = self.clone();
         Published {
             resource: self.ctx.cr_resource.clone(),
             namespaced: self.ctx.cr_namespaced,
             crs: self.crs.clone(),
             health: self.health.clone(),
-            load: Arc::new(move || {
-                let s = me.schedule();
-                (s.queue.depth(), s.busy)
-            }),
+            handle: self.clone(),
         }
     }
 
@@ -358,6 +356,48 @@ impl Controller {
     }
 }
 
+impl EntryHandle for Controller {
+    fn load(&self) -> (usize, usize) {
+        let s = self.schedule();
+        (s.queue.depth(), s.busy)
+    }
+
+    fn queued_by_shard(&self, total: u32) -> BTreeMap<u32, usize> {
+        let mut out = BTreeMap::new();
+        for key in self.schedule().queue.queued_keys() {
+            *out.entry(shard_of(key, total)).or_default() += 1;
+        }
+        out
+    }
+
+    fn in_flight_in_shard(&self, total: u32, shard: u32) -> usize {
+        self.schedule()
+            .queue
+            .in_flight_keys()
+            .filter(|k| shard_of(k, total) == shard)
+            .count()
+    }
+
+    fn enqueue_shard(&self, total: u32, shard: u32) {
+        let keys: Vec<String> = self
+            .index()
+            .keys()
+            .into_iter()
+            .filter(|k| shard_of(k, total) == shard)
+            .collect();
+        let mut s = self.schedule();
+        for k in keys {
+            s.queue.add(k, Reason::Resync);
+        }
+        drop(s);
+        self.wake.notify_one();
+    }
+
+    fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
 impl LiveChildren for Controller {
     fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
         let store = self.children.get(child.type_index)?;
@@ -490,7 +530,7 @@ spec:
             vec![Writer::new(cm).as_reader()],
             Arc::new(MemoryCluster::default()),
             Arc::new(Panics),
-            Arc::new(Process::new(true)),
+            Arc::new(Process::new(true, crate::shards::ShardSet::single())),
         );
         (Arc::new(c), writer)
     }

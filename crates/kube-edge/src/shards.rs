@@ -1,0 +1,430 @@
+//! Scale out (SPEC §12): objects hashed by `namespace/name` into N shards, one Lease per shard
+//! (`orkestra-konductor-shard-<i>`) in ork's namespace. Each replica also renews a member Lease
+//! (`orkestra-konductor-member-<identity>`), so every replica knows how many are alive and takes
+//! its even share: shards are released (after their in-flight reconciles finish) when a replica
+//! holds more than its share and taken over when free or expired. A replica reconciles only keys
+//! of the shards it holds; on gaining one it reconciles each of its objects once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+
+use crate::leader::{LEASE_NAME, LeaseConfig};
+use crate::runtime::Runtime;
+
+/// Label on every Lease of the shard protocol.
+const GROUP_LABEL: &str = "orkestra.orkspace.io/lease-group";
+
+/// The shard of a queue key: FNV-1a of `namespace/name`, modulo `total` (stable everywhere).
+pub fn shard_of(key: &str, total: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    u32::try_from(h % u64::from(total.max(1))).unwrap_or(0)
+}
+
+/// Which shards this process may reconcile.
+#[derive(Debug)]
+pub struct ShardSet {
+    total: u32,
+    held: std::sync::RwLock<BTreeSet<u32>>,
+}
+
+impl ShardSet {
+    /// One shard, held: no sharding (the default, and leader election's case).
+    pub fn single() -> ShardSet {
+        ShardSet {
+            total: 1,
+            held: std::sync::RwLock::new(BTreeSet::from([0])),
+        }
+    }
+
+    /// `total` shards, none held yet.
+    pub fn new(total: u32) -> ShardSet {
+        ShardSet {
+            total: total.max(1),
+            held: std::sync::RwLock::default(),
+        }
+    }
+
+    pub fn total(&self) -> u32 {
+        self.total
+    }
+
+    pub fn is_sharded(&self) -> bool {
+        self.total > 1
+    }
+
+    /// Whether `key` is in a shard this process holds.
+    pub fn holds(&self, key: &str) -> bool {
+        let shard = shard_of(key, self.total);
+        self.held.read().is_ok_and(|h| h.contains(&shard))
+    }
+
+    pub fn held(&self) -> BTreeSet<u32> {
+        self.held.read().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    fn set(&self, shard: u32, held: bool) {
+        if let Ok(mut h) = self.held.write() {
+            if held {
+                h.insert(shard);
+            } else {
+                h.remove(&shard);
+            }
+        }
+    }
+}
+
+/// What one round should do, from what the Leases say.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Plan {
+    acquire: Vec<u32>,
+    release: Vec<u32>,
+}
+
+/// This replica's share of `total` shards among `members` (sorted identities, `me` included):
+/// `total / k`, plus one for the first `total % k` members.
+fn share(total: u32, members: &[String], me: &str) -> u32 {
+    let k = u32::try_from(members.len().max(1)).unwrap_or(u32::MAX);
+    let index = members.iter().position(|m| m == me).unwrap_or(0);
+    let index = u32::try_from(index).unwrap_or(u32::MAX);
+    total / k + u32::from(index < total % k)
+}
+
+/// `holders`: the valid holder of each shard (absent: free or expired).
+fn plan(total: u32, members: &[String], me: &str, holders: &BTreeMap<u32, String>) -> Plan {
+    let target = share(total, members, me) as usize;
+    let mine: Vec<u32> = (0..total)
+        .filter(|s| holders.get(s).is_some_and(|h| h == me))
+        .collect();
+    let mut p = Plan::default();
+    if mine.len() > target {
+        p.release = mine[target..].to_vec();
+    } else {
+        p.acquire = (0..total)
+            .filter(|s| !holders.contains_key(s))
+            .take(target - mine.len())
+            .collect();
+    }
+    p
+}
+
+/// A Lease name from an identity (DNS subdomain: lowercase alphanumerics and dashes).
+fn member_lease(identity: &str) -> String {
+    let clean: String = identity
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let clean = clean.trim_matches('-');
+    let short: String = clean.chars().take(40).collect();
+    format!(
+        "{LEASE_NAME}-member-{short}-{:x}",
+        shard_of(identity, u32::MAX)
+    )
+}
+
+fn shard_lease(shard: u32) -> String {
+    format!("{LEASE_NAME}-shard-{shard}")
+}
+
+/// Runs the shard protocol for one replica.
+#[derive(Debug, Clone)]
+pub struct ShardManager {
+    api: Api<Lease>,
+    identity: String,
+    config: LeaseConfig,
+    /// How long a shard's in-flight reconciles may take to finish before it is released anyway.
+    drain: Duration,
+}
+
+impl ShardManager {
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        identity: String,
+        config: LeaseConfig,
+        drain: Duration,
+    ) -> ShardManager {
+        ShardManager {
+            api: Api::namespaced(client, namespace),
+            identity,
+            config,
+            drain,
+        }
+    }
+
+    /// Rounds forever: renew, rebalance, take over lost replicas' shards.
+    pub async fn run(&self, runtime: Runtime) {
+        let shards = runtime.shards();
+        let mut last_ok = tokio::time::Instant::now();
+        loop {
+            match self.round(&runtime).await {
+                Ok(()) => last_ok = tokio::time::Instant::now(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "shard round failed");
+                    // Leases we could not renew in time may be someone else's soon: stop.
+                    if last_ok.elapsed() > self.config.renew_deadline {
+                        for s in shards.held() {
+                            shards.set(s, false);
+                            tracing::warn!(
+                                shard = s,
+                                "could not renew in time; stopped reconciling it"
+                            );
+                        }
+                        runtime.shards_changed();
+                    }
+                }
+            }
+            tokio::time::sleep(self.config.retry).await;
+        }
+    }
+
+    async fn round(&self, runtime: &Runtime) -> Result<(), kube::Error> {
+        let shards = runtime.shards();
+        let total = shards.total();
+        let now = Timestamp::now();
+        self.claim(&member_lease(&self.identity), now).await?;
+        let leases = self
+            .api
+            .list(&ListParams::default().labels(&format!("{GROUP_LABEL}={LEASE_NAME}")))
+            .await?;
+        let mut members = BTreeSet::from([self.identity.clone()]);
+        let mut holders = BTreeMap::new();
+        for lease in &leases.items {
+            let Some((holder, valid)) = holder(lease, now) else {
+                continue;
+            };
+            if !valid {
+                continue;
+            }
+            let name = lease.name_any();
+            if name.starts_with(&format!("{LEASE_NAME}-member-")) {
+                members.insert(holder);
+            } else if let Some(i) = name
+                .strip_prefix(&format!("{LEASE_NAME}-shard-"))
+                .and_then(|i| i.parse::<u32>().ok())
+                .filter(|i| *i < total)
+            {
+                holders.insert(i, holder);
+            }
+        }
+        // A shard whose Lease is no longer ours (expired, taken over) stops here.
+        for shard in shards.held() {
+            if holders.get(&shard) != Some(&self.identity) {
+                shards.set(shard, false);
+                runtime.shards_changed();
+                tracing::warn!(shard, "shard lease lost");
+            }
+        }
+        // Renew what we hold.
+        for (shard, holder) in holders.clone() {
+            if holder != self.identity {
+                continue;
+            }
+            if self.claim(&shard_lease(shard), now).await? {
+                if !shards.held().contains(&shard) {
+                    self.gained(runtime, shard);
+                }
+            } else {
+                holders.remove(&shard);
+                shards.set(shard, false);
+                runtime.shards_changed();
+            }
+        }
+        let members: Vec<String> = members.into_iter().collect();
+        let plan = plan(total, &members, &self.identity, &holders);
+        for shard in plan.release {
+            self.release_shard(runtime, shard).await;
+        }
+        for shard in plan.acquire {
+            if self.claim(&shard_lease(shard), now).await? {
+                self.gained(runtime, shard);
+            }
+        }
+        Ok(())
+    }
+
+    fn gained(&self, runtime: &Runtime, shard: u32) {
+        tracing::info!(shard, identity = %self.identity, "shard gained; reconciling its objects");
+        runtime.shards().set(shard, true);
+        runtime.shards_changed();
+        runtime.reconcile_shard(shard);
+    }
+
+    /// Stops dispatching the shard, lets its reconciles finish (bounded), then frees its Lease.
+    async fn release_shard(&self, runtime: &Runtime, shard: u32) {
+        runtime.shards().set(shard, false);
+        runtime.shards_changed();
+        let deadline = tokio::time::Instant::now() + self.drain;
+        while runtime.in_flight_in_shard(shard) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.release(&shard_lease(shard)).await;
+        tracing::info!(shard, "shard released to rebalance");
+    }
+
+    /// Gives up every Lease this replica holds (graceful shutdown).
+    pub async fn release_all(&self, runtime: &Runtime) {
+        for shard in runtime.shards().held() {
+            self.release(&shard_lease(shard)).await;
+        }
+        self.release(&member_lease(&self.identity)).await;
+    }
+
+    /// Takes or renews the Lease `name`; `Ok(false)` when another replica validly holds it or
+    /// won the race.
+    async fn claim(&self, name: &str, now: Timestamp) -> Result<bool, kube::Error> {
+        let seconds = i32::try_from(self.config.duration.as_secs().max(1)).unwrap_or(i32::MAX);
+        let Some(mut lease) = self.api.get_opt(name).await? else {
+            let mut lease = Lease {
+                metadata: kube::core::ObjectMeta {
+                    name: Some(name.into()),
+                    labels: Some(BTreeMap::from([(GROUP_LABEL.into(), LEASE_NAME.into())])),
+                    ..Default::default()
+                },
+                spec: Some(LeaseSpec::default()),
+            };
+            stamp(&mut lease, &self.identity, seconds, now, true);
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                Err(e) => Err(e),
+            };
+        };
+        let taking_over = match holder(&lease, now) {
+            Some((h, _)) if h == self.identity => false,
+            Some((_, true)) => return Ok(false),
+            _ => true,
+        };
+        stamp(&mut lease, &self.identity, seconds, now, taking_over);
+        match self.api.replace(name, &PostParams::default(), &lease).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn release(&self, name: &str) {
+        let Ok(Some(mut lease)) = self.api.get_opt(name).await else {
+            return;
+        };
+        let Some(spec) = lease.spec.as_mut() else {
+            return;
+        };
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return;
+        }
+        spec.holder_identity = None;
+        spec.renew_time = None;
+        if let Err(e) = self.api.replace(name, &PostParams::default(), &lease).await {
+            tracing::warn!(lease = name, error = %e, "lease not released; it expires on its own");
+        }
+    }
+}
+
+/// The holder of a lease and whether its lease is still valid at `now`.
+fn holder(lease: &Lease, now: Timestamp) -> Option<(String, bool)> {
+    let spec = lease.spec.as_ref()?;
+    let holder = spec.holder_identity.clone().filter(|h| !h.is_empty())?;
+    let duration = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+    let valid = spec.renew_time.as_ref().is_some_and(|r| {
+        r.0 + SignedDuration::try_from(duration).unwrap_or(SignedDuration::ZERO) >= now
+    });
+    Some((holder, valid))
+}
+
+fn stamp(lease: &mut Lease, me: &str, seconds: i32, now: Timestamp, taking_over: bool) {
+    let spec = lease.spec.get_or_insert_with(Default::default);
+    if taking_over {
+        spec.holder_identity = Some(me.to_string());
+        spec.acquire_time = Some(MicroTime(now));
+        spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+    }
+    spec.renew_time = Some(MicroTime(now));
+    spec.lease_duration_seconds = Some(seconds);
+    let labels = lease.metadata.labels.get_or_insert_with(BTreeMap::new);
+    labels.insert(GROUP_LABEL.into(), LEASE_NAME.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("r{i}")).collect()
+    }
+
+    #[test]
+    fn shards_of_keys_are_stable_and_spread() {
+        assert_eq!(shard_of("ns/a", 9), shard_of("ns/a", 9));
+        let mut counts = [0u32; 9];
+        for i in 0..9000 {
+            counts[shard_of(&format!("ns/cr-{i}"), 9) as usize] += 1;
+        }
+        assert!(counts.iter().all(|c| (800..1200).contains(c)), "{counts:?}");
+    }
+
+    #[test]
+    fn live_replicas_split_the_shards_evenly() {
+        let m = members(3);
+        let shares: Vec<u32> = m.iter().map(|me| share(9, &m, me)).collect();
+        assert_eq!(shares, [3, 3, 3]);
+        let m = members(2);
+        let shares: Vec<u32> = m.iter().map(|me| share(9, &m, me)).collect();
+        assert_eq!(shares, [5, 4]);
+    }
+
+    #[test]
+    fn a_replica_takes_free_shards_up_to_its_share_and_releases_extras() {
+        let m = members(3);
+        let empty = BTreeMap::new();
+        assert_eq!(plan(9, &m, "r0", &empty).acquire, [0, 1, 2]);
+
+        // r1 died: its shards 3..6 expired (absent); r0 holds 0..3 and must take two more.
+        let holders: BTreeMap<u32, String> = [
+            (0, "r0"),
+            (1, "r0"),
+            (2, "r0"),
+            (6, "r2"),
+            (7, "r2"),
+            (8, "r2"),
+        ]
+        .into_iter()
+        .map(|(s, h)| (s, h.to_string()))
+        .collect();
+        let two = vec!["r0".to_string(), "r2".to_string()];
+        assert_eq!(plan(9, &two, "r0", &holders).acquire, [3, 4]);
+
+        // A new replica joins: r0 holding 5 of 9 with three members gives two back.
+        let holders: BTreeMap<u32, String> = (0..5).map(|s| (s, "r0".to_string())).collect();
+        assert_eq!(plan(9, &m, "r0", &holders).release, [3, 4]);
+    }
+
+    #[test]
+    fn member_lease_names_are_valid_and_distinct() {
+        let a = member_lease("Host_1-2345");
+        assert!(
+            a.starts_with("orkestra-konductor-member-host-1-2345-"),
+            "{a}"
+        );
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+        assert_ne!(member_lease("a.b"), member_lease("a_b"));
+    }
+}
