@@ -366,7 +366,10 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
         drop(ork);
 
         // Without the rule for Services: the startup check names it and ork does not start.
-        let mut role = roles.get(&name).await?;
+        // (The entry watches one namespace, so its rules are a Role there.)
+        let entry_roles: Api<k8s_openapi::api::rbac::v1::Role> =
+            Api::namespaced(admin.clone(), &ns.name);
+        let mut role = entry_roles.get(&name).await?;
         role.rules = Some(
             role.rules
                 .unwrap_or_default()
@@ -379,7 +382,7 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
                 .collect(),
         );
         role.metadata.managed_fields = None;
-        roles.replace(&name, &Default::default(), &role).await?;
+        entry_roles.replace(&name, &Default::default(), &role).await?;
         let mut ork = spawn_ork(
             &path,
             &dir.join("missing.log"),

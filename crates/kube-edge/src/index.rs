@@ -115,7 +115,8 @@ pub(crate) struct Index {
     /// UID of a child that was deleted).
     in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,
     listing_crs: Option<HashSet<String>>,
-    listing_children: HashMap<usize, HashSet<ChildRef>>,
+    /// Re-lists in progress, by type and watch scope (a namespace, or all).
+    listing_children: HashMap<(usize, Option<String>), HashSet<ChildRef>>,
 }
 
 impl Index {
@@ -215,22 +216,31 @@ impl Index {
         Effect::Forget(key)
     }
 
-    /// A watch event of the children of managed type `type_index`.
-    pub fn child_event(&mut self, type_index: usize, seen: Seen<ChildView>) -> Vec<Effect> {
+    /// A watch event of the children of managed type `type_index`, from the watch of `scope`
+    /// (one namespace, or `None` for all).
+    pub fn child_event(
+        &mut self,
+        type_index: usize,
+        scope: Option<&str>,
+        seen: Seen<ChildView>,
+    ) -> Vec<Effect> {
+        let id = (type_index, scope.map(str::to_string));
         match seen {
             Seen::Init => {
-                self.listing_children.insert(type_index, HashSet::new());
+                self.listing_children.insert(id, HashSet::new());
                 Vec::new()
             }
             Seen::InitDone => {
-                let Some(listed) = self.listing_children.remove(&type_index) else {
+                let Some(listed) = self.listing_children.remove(&id) else {
                     return Vec::new();
                 };
                 // Children deleted while the watch was down: their owners must look again.
+                let in_scope =
+                    |c: &ChildRef| scope.is_none_or(|ns| c.namespace.as_deref() == Some(ns));
                 let gone: Vec<ChildRef> = self
                     .children
                     .keys()
-                    .filter(|c| c.type_index == type_index && !listed.contains(*c))
+                    .filter(|c| c.type_index == type_index && in_scope(c) && !listed.contains(*c))
                     .cloned()
                     .collect();
                 gone.into_iter()
@@ -242,7 +252,7 @@ impl Index {
                 listing,
                 object: view,
             } => {
-                if listing && let Some(listed) = self.listing_children.get_mut(&type_index) {
+                if listing && let Some(listed) = self.listing_children.get_mut(&id) {
                     listed.insert(view.child.clone());
                 }
                 self.child_changed(view).into_iter().collect()
@@ -564,20 +574,21 @@ mod tests {
     fn children_are_found_by_owner_and_a_relist_drops_the_deleted_ones() {
         let mut ix = Index::new(vec![], None);
         ix.cr_event(cr("ns/a", 1), &no_gate);
-        ix.child_event(0, seen(child("one", "ns/a", 1)));
-        ix.child_event(0, seen(child("two", "ns/a", 1)));
+        ix.child_event(0, None, seen(child("one", "ns/a", 1)));
+        ix.child_event(0, None, seen(child("two", "ns/a", 1)));
         assert_eq!(ix.children_of("uid-ns/a").len(), 2);
 
         // The watch restarts; "two" was deleted during the gap.
-        ix.child_event(0, Seen::Init);
+        ix.child_event(0, None, Seen::Init);
         ix.child_event(
             0,
+            None,
             Seen::Object {
                 listing: true,
                 object: child("one", "ns/a", 1),
             },
         );
-        let effects = ix.child_event(0, Seen::InitDone);
+        let effects = ix.child_event(0, None, Seen::InitDone);
         assert_eq!(
             effects,
             enqueue("ns/a", Reason::Child),
@@ -592,35 +603,66 @@ mod tests {
     }
 
     #[test]
+    fn a_relist_of_one_namespace_keeps_the_children_of_another() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        let mut other = child("far", "ns/a", 1);
+        other.child.namespace = Some("other".into());
+        ix.child_event(0, Some("other"), seen(other));
+        ix.child_event(0, Some("ns"), seen(child("near", "ns/a", 1)));
+        ix.child_event(0, Some("ns"), Seen::Init);
+        assert!(
+            ix.child_event(0, Some("ns"), Seen::InitDone).len() == 1,
+            "near is gone"
+        );
+        let names: Vec<String> = ix
+            .children_of("uid-ns/a")
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            names,
+            ["far"],
+            "the other namespace's watch still holds far"
+        );
+    }
+
+    #[test]
     fn a_hand_edit_of_a_child_triggers_its_owner_but_ork_s_apply_does_not() {
         let mut ix = Index::new(vec![], None);
         ix.cr_event(cr("ns/a", 1), &no_gate);
-        ix.child_event(0, seen(child("one", "ns/a", 1)));
+        ix.child_event(0, None, seen(child("one", "ns/a", 1)));
         assert_eq!(
-            ix.child_event(0, seen(child("one", "ns/a", 2))),
+            ix.child_event(0, None, seen(child("one", "ns/a", 2))),
             enqueue("ns/a", Reason::Child)
         );
 
         // ork applies while the owner is in flight; the watch event arrives before the apply
         // returns. Judged at finish: ork's own.
         ix.begin("ns/a");
-        assert!(ix.child_event(0, seen(child("one", "ns/a", 3))).is_empty());
+        assert!(
+            ix.child_event(0, None, seen(child("one", "ns/a", 3)))
+                .is_empty()
+        );
         let own = OwnWrites {
             applied: vec![(child("one", "ns/a", 3).child, 3)],
             deleted: vec![],
         };
         assert!(ix.finish("ns/a", own).is_empty());
         // Later the same fingerprint again (resync of the watch): still ork's own.
-        assert!(ix.child_event(0, seen(child("one", "ns/a", 3))).is_empty());
+        assert!(
+            ix.child_event(0, None, seen(child("one", "ns/a", 3)))
+                .is_empty()
+        );
     }
 
     #[test]
     fn a_hand_edit_during_the_owner_s_reconcile_is_judged_at_finish() {
         let mut ix = Index::new(vec![], None);
         ix.cr_event(cr("ns/a", 1), &no_gate);
-        ix.child_event(0, seen(child("one", "ns/a", 1)));
+        ix.child_event(0, None, seen(child("one", "ns/a", 1)));
         ix.begin("ns/a");
-        ix.child_event(0, seen(child("one", "ns/a", 5)));
+        ix.child_event(0, None, seen(child("one", "ns/a", 5)));
         // ork applied fingerprint 4, someone else made it 5.
         let own = OwnWrites {
             applied: vec![(child("one", "ns/a", 4).child, 4)],
@@ -633,8 +675,8 @@ mod tests {
     fn ork_s_own_prune_is_not_drift_but_a_foreign_delete_is() {
         let mut ix = Index::new(vec![], None);
         ix.cr_event(cr("ns/a", 1), &no_gate);
-        ix.child_event(0, seen(child("one", "ns/a", 1)));
-        ix.child_event(0, seen(child("two", "ns/a", 1)));
+        ix.child_event(0, None, seen(child("one", "ns/a", 1)));
+        ix.child_event(0, None, seen(child("two", "ns/a", 1)));
         // ork prunes "one"; its deletion event comes after the reconcile finished.
         ix.begin("ns/a");
         let own = OwnWrites {
@@ -643,12 +685,12 @@ mod tests {
         };
         assert!(ix.finish("ns/a", own).is_empty());
         assert!(
-            ix.child_event(0, Seen::Deleted(child("one", "ns/a", 1)))
+            ix.child_event(0, None, Seen::Deleted(child("one", "ns/a", 1)))
                 .is_empty()
         );
         // Someone deletes "two".
         assert_eq!(
-            ix.child_event(0, Seen::Deleted(child("two", "ns/a", 1))),
+            ix.child_event(0, None, Seen::Deleted(child("two", "ns/a", 1))),
             enqueue("ns/a", Reason::Child)
         );
     }

@@ -26,6 +26,7 @@ mod process;
 mod reconcile;
 mod registry;
 mod runtime;
+mod shard_set;
 pub mod shards;
 pub mod simulate;
 

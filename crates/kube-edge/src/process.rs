@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::metrics::Metrics;
 use crate::registry::Registry;
-use crate::shards::ShardSet;
+use crate::shard_set::ShardSet;
 
 #[derive(Debug)]
 pub(crate) struct Process {

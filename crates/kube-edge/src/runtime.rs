@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use crate::controller::{RunError, RunOptions, start_entry};
 use crate::process::Process;
-use crate::shards::ShardSet;
+use crate::shard_set::ShardSet;
 
 /// One entry as `/katalog` reports it.
 #[derive(Debug, Clone, Serialize)]

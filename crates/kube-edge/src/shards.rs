@@ -14,74 +14,13 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 
+pub use crate::shard_set::{ShardSet, shard_of};
+
 use crate::leader::{LEASE_NAME, LeaseConfig};
 use crate::runtime::Runtime;
 
 /// Label on every Lease of the shard protocol.
 const GROUP_LABEL: &str = "orkestra.orkspace.io/lease-group";
-
-/// The shard of a queue key: FNV-1a of `namespace/name`, modulo `total` (stable everywhere).
-pub fn shard_of(key: &str, total: u32) -> u32 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    u32::try_from(h % u64::from(total.max(1))).unwrap_or(0)
-}
-
-/// Which shards this process may reconcile.
-#[derive(Debug)]
-pub struct ShardSet {
-    total: u32,
-    held: std::sync::RwLock<BTreeSet<u32>>,
-}
-
-impl ShardSet {
-    /// One shard, held: no sharding (the default, and leader election's case).
-    pub fn single() -> ShardSet {
-        ShardSet {
-            total: 1,
-            held: std::sync::RwLock::new(BTreeSet::from([0])),
-        }
-    }
-
-    /// `total` shards, none held yet.
-    pub fn new(total: u32) -> ShardSet {
-        ShardSet {
-            total: total.max(1),
-            held: std::sync::RwLock::default(),
-        }
-    }
-
-    pub fn total(&self) -> u32 {
-        self.total
-    }
-
-    pub fn is_sharded(&self) -> bool {
-        self.total > 1
-    }
-
-    /// Whether `key` is in a shard this process holds.
-    pub fn holds(&self, key: &str) -> bool {
-        let shard = shard_of(key, self.total);
-        self.held.read().is_ok_and(|h| h.contains(&shard))
-    }
-
-    pub fn held(&self) -> BTreeSet<u32> {
-        self.held.read().map(|h| h.clone()).unwrap_or_default()
-    }
-
-    fn set(&self, shard: u32, held: bool) {
-        if let Ok(mut h) = self.held.write() {
-            if held {
-                h.insert(shard);
-            } else {
-                h.remove(&shard);
-            }
-        }
-    }
-}
 
 /// What one round should do, from what the Leases say.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -366,16 +305,6 @@ mod tests {
 
     fn members(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("r{i}")).collect()
-    }
-
-    #[test]
-    fn shards_of_keys_are_stable_and_spread() {
-        assert_eq!(shard_of("ns/a", 9), shard_of("ns/a", 9));
-        let mut counts = [0u32; 9];
-        for i in 0..9000 {
-            counts[shard_of(&format!("ns/cr-{i}"), 9) as usize] += 1;
-        }
-        assert!(counts.iter().all(|c| (800..1200).contains(c)), "{counts:?}");
     }
 
     #[test]

@@ -26,13 +26,14 @@ use crate::ports::{Cluster, Transport};
 use crate::process::Process;
 use crate::reconcile::{Done, Job, LiveChildren, Ports, Success, reconcile, record_failure};
 use crate::registry::{EntryHandle, Published};
-use crate::shards::shard_of;
+use crate::shard_set::shard_of;
 
 /// One entry's moving parts.
 pub(crate) struct Controller {
     pub ctx: Arc<EntryContext>,
     pub crs: Store<DynamicObject>,
-    pub children: Vec<Store<DynamicObject>>,
+    /// Per managed type, the stores of its watches: one per namespace, or one for all.
+    pub children: Vec<Vec<(Option<String>, Store<DynamicObject>)>>,
     index: Mutex<Index>,
     schedule: Mutex<Schedule>,
     health: Arc<Mutex<Health>>,
@@ -48,7 +49,7 @@ impl Controller {
     pub fn new(
         ctx: Arc<EntryContext>,
         crs: Store<DynamicObject>,
-        children: Vec<Store<DynamicObject>>,
+        children: Vec<Vec<(Option<String>, Store<DynamicObject>)>>,
         cluster: Arc<dyn Cluster>,
         transport: Arc<dyn Transport>,
         process: Arc<Process>,
@@ -140,8 +141,14 @@ impl Controller {
         self.apply(effects);
     }
 
-    /// A watch event of the children of managed type `type_index` (applied to its store).
-    pub fn child_event(&self, type_index: usize, event: &watcher::Event<DynamicObject>) {
+    /// A watch event of the children of managed type `type_index` from the watch of `scope`
+    /// (applied to its store).
+    pub fn child_event(
+        &self,
+        type_index: usize,
+        scope: Option<&str>,
+        event: &watcher::Event<DynamicObject>,
+    ) {
         let view = |o: &DynamicObject| ChildView {
             child: ChildRef {
                 type_index,
@@ -157,7 +164,7 @@ impl Controller {
             fingerprint: child_fingerprint(o),
         };
         let seen = reduce(event, view);
-        let effects = self.index().child_event(type_index, seen);
+        let effects = self.index().child_event(type_index, scope, seen);
         self.apply(effects);
     }
 
@@ -400,7 +407,11 @@ impl EntryHandle for Controller {
 
 impl LiveChildren for Controller {
     fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
-        let store = self.children.get(child.type_index)?;
+        let (_, store) = self
+            .children
+            .get(child.type_index)?
+            .iter()
+            .find(|(scope, _)| scope.is_none() || *scope == child.namespace)?;
         let t = &self.ctx.children[child.type_index];
         let mut at = ObjectRef::new_with(&child.name, t.resource.clone());
         if let Some(ns) = &child.namespace {
@@ -527,10 +538,10 @@ spec:
         let c = Controller::new(
             Arc::new(ctx),
             writer.as_reader(),
-            vec![Writer::new(cm).as_reader()],
+            vec![vec![(None, Writer::new(cm).as_reader())]],
             Arc::new(MemoryCluster::default()),
             Arc::new(Panics),
-            Arc::new(Process::new(true, crate::shards::ShardSet::single())),
+            Arc::new(Process::new(true, crate::shard_set::ShardSet::single())),
         );
         (Arc::new(c), writer)
     }

@@ -93,28 +93,42 @@ pub(crate) async fn start_entry(
         },
     )?);
     let cr_writer = Writer::new(cr_resource.clone());
-    let child_writers: Vec<Writer<_>> = ctx
+    // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
+    // else one cluster-wide watch per type.
+    let child_writers: Vec<Vec<(Option<String>, Writer<_>)>> = ctx
         .children
         .iter()
-        .map(|t| Writer::new(t.resource.clone()))
+        .map(|t| {
+            watch_scopes(&ctx, t)
+                .into_iter()
+                .map(|scope| (scope, Writer::new(t.resource.clone())))
+                .collect()
+        })
         .collect();
     let c = Arc::new(Controller::new(
         ctx.clone(),
         cr_writer.as_reader(),
-        child_writers.iter().map(Writer::as_reader).collect(),
+        child_writers
+            .iter()
+            .map(|ws| ws.iter().map(|(s, w)| (s.clone(), w.as_reader())).collect())
+            .collect(),
         Arc::new(KubeCluster::new(client.clone(), cr_resource)),
         Arc::from(transport),
         process.clone(),
     ));
     tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, writer) in child_writers.into_iter().enumerate() {
-        tasks.spawn(watch_children(c.clone(), writer, client.clone(), index).in_current_span());
+    for (index, writers) in child_writers.into_iter().enumerate() {
+        for (scope, writer) in writers {
+            let watch = watch_children(c.clone(), writer, client.clone(), index, scope);
+            tasks.spawn(watch.in_current_span());
+        }
     }
     let (api, config) = cr_watch(&c, &client);
     tasks.spawn(watch_crs(c.clone(), cr_writer, api, config).in_current_span());
     // Ready once every store holds its initial list.
-    for store in std::iter::once(&c.crs).chain(c.children.iter()) {
+    let child_stores = c.children.iter().flatten().map(|(_, s)| s);
+    for store in std::iter::once(&c.crs).chain(child_stores) {
         if store.wait_until_ready().await.is_err() {
             return Ok(());
         }
@@ -132,4 +146,21 @@ pub(crate) async fn start_entry(
     tasks.spawn(dispatch(c).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Where children of type `t` are watched: each namespace they may live in when the entry
+/// watches one namespace and the type is namespaced, else everywhere (`None`).
+fn watch_scopes(ctx: &EntryContext, t: &crate::discovery::ChildType) -> Vec<Option<String>> {
+    match ctx.entry.single_namespace() {
+        Some(ns) if t.managed.namespaced => {
+            let mut scopes = vec![Some(ns)];
+            for extra in &t.managed.namespaces {
+                if !scopes.contains(&Some(extra.clone())) {
+                    scopes.push(Some(extra.clone()));
+                }
+            }
+            scopes
+        }
+        _ => vec![None],
+    }
 }

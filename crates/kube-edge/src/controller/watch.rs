@@ -17,8 +17,8 @@ use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
 /// label and field selectors.
 pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<DynamicObject>, watcher::Config) {
     let entry = &c.ctx.entry;
-    let api = match entry.namespace.as_deref().filter(|n| !n.is_empty()) {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &c.ctx.cr_resource),
+    let api = match entry.single_namespace() {
+        Some(ns) => Api::namespaced_with(client.clone(), &ns, &c.ctx.cr_resource),
         None => Api::all_with(client.clone(), &c.ctx.cr_resource),
     };
     let mut config = watcher::Config::default();
@@ -70,9 +70,13 @@ pub(super) async fn watch_children(
     mut writer: Writer<DynamicObject>,
     client: Client,
     type_index: usize,
+    scope: Option<String>,
 ) {
     let t = &c.ctx.children[type_index];
-    let api: Api<DynamicObject> = Api::all_with(client, &t.resource);
+    let api: Api<DynamicObject> = match &scope {
+        Some(ns) => Api::namespaced_with(client, ns, &t.resource),
+        None => Api::all_with(client, &t.resource),
+    };
     let config = watcher::Config::default().labels(&format!("{MANAGED}=true"));
     let mut stream = watcher(api, config)
         .default_backoff()
@@ -82,7 +86,7 @@ pub(super) async fn watch_children(
         match event {
             Ok(event) => {
                 writer.apply_watcher_event(&event);
-                c.child_event(type_index, &event);
+                c.child_event(type_index, scope.as_deref(), &event);
             }
             Err(e) => {
                 tracing::warn!(kind = %t.managed.kind, error = %e, "watch of children failed; retrying");

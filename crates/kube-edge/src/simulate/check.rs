@@ -35,7 +35,7 @@ pub async fn check(
             "no entry {entry:?} in the Katalog (entries: {names:?})"
         )));
     }
-    let process = Arc::new(Process::new(true, crate::shards::ShardSet::single()));
+    let process = Arc::new(Process::new(true, crate::shard_set::ShardSet::single()));
     let mut entries = build_entries(&katalog, &options, &process)?;
     for cr in crs {
         place_cr(&entries, cr)?;

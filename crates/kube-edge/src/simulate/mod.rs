@@ -69,7 +69,7 @@ pub async fn simulate(
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
     let started = Instant::now();
-    let process = Arc::new(Process::new(true, crate::shards::ShardSet::single()));
+    let process = Arc::new(Process::new(true, crate::shard_set::ShardSet::single()));
     let mut entries = build_entries(&katalog, &options, &process)?;
     for cr in crs {
         place_cr(&entries, cr)?;

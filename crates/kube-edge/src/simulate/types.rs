@@ -18,59 +18,6 @@ pub struct UnknownType {
     plural: String,
 }
 
-/// Core and common built-in types at the versions current Kubernetes serves, for managed
-/// resources declared without `kind`/`version` (a `--crd` or the Katalog's own version wins).
-const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
-    // group, plural, version, kind, namespaced
-    ("", "configmaps", "v1", "ConfigMap", true),
-    ("", "secrets", "v1", "Secret", true),
-    ("", "services", "v1", "Service", true),
-    ("", "serviceaccounts", "v1", "ServiceAccount", true),
-    (
-        "",
-        "persistentvolumeclaims",
-        "v1",
-        "PersistentVolumeClaim",
-        true,
-    ),
-    ("", "namespaces", "v1", "Namespace", false),
-    ("apps", "deployments", "v1", "Deployment", true),
-    ("apps", "statefulsets", "v1", "StatefulSet", true),
-    ("apps", "daemonsets", "v1", "DaemonSet", true),
-    ("batch", "jobs", "v1", "Job", true),
-    ("batch", "cronjobs", "v1", "CronJob", true),
-    ("networking.k8s.io", "ingresses", "v1", "Ingress", true),
-    (
-        "policy",
-        "poddisruptionbudgets",
-        "v1",
-        "PodDisruptionBudget",
-        true,
-    ),
-    ("rbac.authorization.k8s.io", "roles", "v1", "Role", true),
-    (
-        "rbac.authorization.k8s.io",
-        "rolebindings",
-        "v1",
-        "RoleBinding",
-        true,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "clusterroles",
-        "v1",
-        "ClusterRole",
-        false,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "clusterrolebindings",
-        "v1",
-        "ClusterRoleBinding",
-        false,
-    ),
-];
-
 /// Resolves a managed resource without an API server: the Katalog's own `kind`/`version`, a
 /// built-in type, or a `--crd` file.
 pub(super) fn offline_type(
@@ -78,9 +25,7 @@ pub(super) fn offline_type(
     katalog: &Katalog,
     crds: &[Value],
 ) -> Result<ChildType, UnknownType> {
-    let builtin = BUILTIN
-        .iter()
-        .find(|(g, p, ..)| *g == m.group && *p == m.plural);
+    let builtin = ork_katalog::kinds::by_plural(&m.group, &m.plural);
     let crd = crds.iter().find(|c| {
         c["spec"]["group"].as_str() == Some(m.group.as_str())
             && c["spec"]["names"]["plural"].as_str() == Some(m.plural.as_str())
@@ -93,13 +38,13 @@ pub(super) fn offline_type(
     let kind = m
         .kind
         .clone()
-        .or_else(|| builtin.map(|b| b.3.to_string()))
+        .or_else(|| builtin.map(|b| b.kind.to_string()))
         .or_else(|| crd.and_then(|c| c["spec"]["names"]["kind"].as_str().map(str::to_string)))
         .or_else(|| entry.map(|e| e.api_types.kind.clone()));
     let version = m
         .version
         .clone()
-        .or_else(|| builtin.map(|b| b.2.to_string()))
+        .or_else(|| builtin.map(|b| b.version.to_string()))
         .or_else(|| {
             crd.and_then(|c| {
                 c["spec"]["versions"][0]["name"]
@@ -118,10 +63,16 @@ pub(super) fn offline_type(
             plural: m.plural.clone(),
         });
     };
-    let namespaced = builtin.map(|b| b.4).unwrap_or_else(|| {
-        crd.and_then(|c| c["spec"]["scope"].as_str())
-            .map_or_else(|| entry.is_none_or(|e| e.namespaced), |s| s == "Namespaced")
-    }) && !m.cluster_scoped;
+    // The type's real scope; `clusterScoped: true` is a permission, and the only hint of scope
+    // for a type ork knows nothing else about.
+    let namespaced = builtin
+        .map(|b| b.namespaced)
+        .or_else(|| {
+            crd.and_then(|c| c["spec"]["scope"].as_str())
+                .map(|s| s == "Namespaced")
+        })
+        .or_else(|| entry.map(|e| e.namespaced))
+        .unwrap_or(!m.cluster_scoped);
     let api_version = if m.group.is_empty() {
         version.clone()
     } else {
@@ -146,4 +97,37 @@ pub(super) fn offline_type(
             plural: m.plural.clone(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn managed(yaml: &str) -> ManagedResource {
+        serde_saphyr::from_str(yaml).expect("managed resource")
+    }
+
+    fn katalog() -> Katalog {
+        let text = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {name: t}\nspec:\n  crds:\n    w:\n      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}\n      operatorBox:\n        reconcile:\n          default: false\n          remote: {endpoint: \"http://127.0.0.1:1/r\", managedResources: [{group: apps, plural: deployments}]}\n";
+        ork_katalog::load_str(text, std::path::Path::new("k.yaml")).expect("katalog")
+    }
+
+    #[test]
+    fn cluster_scoped_does_not_change_a_known_type_s_scope() {
+        let k = katalog();
+        let d = offline_type(
+            &managed("{group: apps, plural: deployments, clusterScoped: true}"),
+            &k,
+            &[],
+        )
+        .expect("known");
+        assert!(
+            d.managed.namespaced,
+            "a Deployment is namespaced whatever the Katalog says"
+        );
+        assert_eq!(d.managed.version, "v1");
+        let cj =
+            offline_type(&managed("{group: batch, plural: cronjobs}"), &k, &[]).expect("known");
+        assert_eq!(cj.resource.api_version, "batch/v1");
+    }
 }

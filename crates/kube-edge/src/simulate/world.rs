@@ -80,7 +80,7 @@ impl SimEntry {
                 .into_iter()
                 .filter_map(|v| serde_json::from_value(v).ok())
                 .collect();
-            relist(writer, objects, |e| c.child_event(i, e));
+            relist(writer, objects, |e| c.child_event(i, None, e));
         }
     }
 
@@ -186,7 +186,10 @@ pub(crate) fn build_entries(
         let controller = Arc::new(Controller::new(
             ctx,
             cr_writer.as_reader(),
-            child_writers.iter().map(Writer::as_reader).collect(),
+            child_writers
+                .iter()
+                .map(|w| vec![(None, w.as_reader())])
+                .collect(),
             memory.clone(),
             timed.clone(),
             process.clone(),
