@@ -62,3 +62,96 @@ fn broken_katalog_prints_file_line_field_and_hint_and_exits_non_zero() {
     );
     assert!(stderr.contains("2 problems found"), "{stderr}");
 }
+
+#[test]
+fn metadata_and_notices_are_shown_and_a_notice_does_not_fail() {
+    let dir = std::env::temp_dir().join(format!("ork-validate-meta-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = std::fs::read_to_string(example())
+        .expect("example")
+        .replace(
+            "metadata:\n  name: demo\n",
+            "metadata:\n  name: demo\n  version: 1.2.0\n  author: platform team\n  license: MIT\n  namespace: web\n  description: >\n    WebApps for every team.\n  tags: [web, remote]\n",
+        )
+        .replace(
+            "            timeout: 10s\n",
+            "            timeout: 10s\n            auth: {secretRef: {name: \"{{ .metadata.name }}-token\", key: token, namespace: creds}}\n",
+        );
+    let file = dir.join("katalog.yaml");
+    std::fs::write(&file, &text).expect("write");
+    let (ok, stdout, stderr) = ork(&["validate", "-k", file.to_str().expect("utf-8 path")]);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "Katalog demo 1.2.0 by platform team (license MIT, namespace web)",
+            "  WebApps for every team.",
+            "  tags: web, remote",
+        ],
+        "{stdout}"
+    );
+    assert!(
+        lines[3].starts_with("webapp: WebApp.demo.ork.dev/v1"),
+        "{stdout}"
+    );
+    let line = text
+        .lines()
+        .position(|l| l.contains("secretRef"))
+        .expect("line")
+        + 1;
+    assert_eq!(
+        lines[4],
+        format!(
+            "note: {}:{line}: spec.crds.webapp.operatorBox.reconcile.remote.auth.secretRef.name: the Secret name is a template: RBAC grants get on every Secret in creds (no resourceNames)",
+            file.display()
+        ),
+        "{stdout}"
+    );
+    assert!(lines[5].trim_start().starts_with("hint: "), "{stdout}");
+    assert!(lines[6].ends_with("valid (1 entry, 1 note)"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_k_the_katalog_yaml_of_the_current_folder_is_validated() {
+    let folder = example().parent().expect("folder").to_path_buf();
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .arg("validate")
+        .current_dir(&folder)
+        .output()
+        .expect("ork runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.ends_with("./katalog.yaml: valid (1 entry)\n"),
+        "{stdout}"
+    );
+
+    let empty = std::env::temp_dir().join(format!("ork-validate-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("temp dir");
+    for args in [
+        &["validate"][..],
+        &["generate", "rbac"],
+        &["simulate", "--cr", "cr.yaml"],
+        &["run"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+            .args(args)
+            .current_dir(&empty)
+            .output()
+            .expect("ork runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("no Katalog: there is no ./katalog.yaml here")
+                && stderr.contains("give the file with -k FILE"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&empty);
+}

@@ -43,12 +43,21 @@ const SECRET_VERBS: [&str; 3] = ["get", "list", "watch"];
 /// the object's name, so `create` scoped by `resourceNames` is enough (a POST would not be).
 const CRD_VERBS: [&str; 6] = ["get", "list", "watch", "create", "update", "patch"];
 
-/// Where an entry's CRs live as far as RBAC goes: one namespace, or the whole cluster.
+/// The verbs on a child type. Roles and ClusterRoles also need `escalate` (to write rules ork
+/// does not hold itself) and `bind` (so the service's bindings may name them), as in Orkestra.
+fn child_verbs(group: &str, plural: &str) -> Vec<&'static str> {
+    let mut verbs = CHILD_VERBS.to_vec();
+    if group == "rbac.authorization.k8s.io" && matches!(plural, "roles" | "clusterroles") {
+        verbs.extend(["escalate", "bind"]);
+    }
+    verbs
+}
+
+/// The one namespace an entry lives in, as `ork run` watches it: `namespace:`, or
+/// `allowedNamespaces` of exactly one namespace ([`CrdEntry::single_namespace`]); `None` when
+/// it watches every namespace. Its namespaced children are watched (and written) there.
 fn entry_namespace(entry: &CrdEntry) -> Option<String> {
-    entry
-        .namespace
-        .clone()
-        .filter(|n| entry.namespaced && !n.is_empty())
+    entry.single_namespace()
 }
 
 /// The plural of a managed resource, from the Katalog or the built-in kinds; `None` when only
@@ -101,7 +110,9 @@ fn rule(
 ///
 /// - CRs (and their `status`/`finalizers`), children and events: cluster-wide for an entry that
 ///   watches every namespace; in its namespace (and each managed resource's `namespaces`) for
-///   an entry with `namespace:`. Cluster-scoped children are always cluster-wide.
+///   an entry that lives in one (`namespace:`, or `allowedNamespaces` of one namespace), as
+///   `ork run` then watches only there. Cluster-scoped children (built-in kinds, entries of the
+///   Katalog, `clusterScoped: true`) are always cluster-wide.
 /// - Auth and TLS Secrets in their namespace, by name; a templated Secret name grants every
 ///   Secret of that namespace.
 /// - A `crdFile`'s CRD by name, to install or update it.
@@ -114,9 +125,19 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     // namespace → Secret names; `None` for a templated name (every Secret there).
     let mut secrets: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
     let mut crds: BTreeSet<String> = BTreeSet::new();
+    // Child types that are cluster-scoped entries of this Katalog.
+    let cluster_entries: BTreeSet<(&str, &str)> = katalog
+        .spec
+        .crds
+        .values()
+        .filter(|e| !e.namespaced)
+        .map(|e| (e.api_types.group.as_str(), e.api_types.plural.as_str()))
+        .collect();
     for entry in katalog.spec.crds.values().filter(|e| e.enabled) {
         let t = &entry.api_types;
-        let at = entry_namespace(entry);
+        // Children follow the entry's namespace; a cluster-scoped CR itself is cluster-wide.
+        let home_ns = entry_namespace(entry);
+        let at = home_ns.clone().filter(|_| entry.namespaced);
         out.push(rule(
             &t.group,
             vec![t.plural.clone()],
@@ -143,8 +164,10 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
             let Some(plural) = plural_of(m) else {
                 continue;
             };
-            match &at {
-                Some(ns) if !m.cluster_scoped => {
+            let cluster_scoped =
+                m.cluster_scoped || cluster_entries.contains(&(m.group.as_str(), plural.as_str()));
+            match &home_ns {
+                Some(ns) if !cluster_scoped => {
                     for n in std::iter::once(ns).chain(&m.namespaces) {
                         children.insert((Some(n.clone()), m.group.clone(), plural.clone()));
                     }
@@ -191,7 +214,8 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     children
         .sort_by(|a, b| (a.0.is_some(), &a.0, &a.1, &a.2).cmp(&(b.0.is_some(), &b.0, &b.1, &b.2)));
     for (ns, group, plural) in children {
-        out.push(rule(&group, vec![plural], &CHILD_VERBS, ns));
+        let verbs = child_verbs(&group, &plural);
+        out.push(rule(&group, vec![plural], &verbs, ns));
     }
     let events: Vec<Option<String>> = if events.contains(&None) {
         vec![None]
@@ -408,6 +432,77 @@ spec:
         );
         assert_eq!(at("", "events"), vec![team()]);
         assert_eq!(at("events.k8s.io", "events"), vec![team()]);
+        let cluster_roles = find(&rules, "rbac.authorization.k8s.io", "clusterroles");
+        assert!(
+            cluster_roles[0].verbs.ends_with(&["escalate", "bind"]),
+            "a service may write roles and bind them: {:?}",
+            cluster_roles[0].verbs
+        );
+        assert_eq!(
+            find(&rules, "apps", "deployments")[0].verbs,
+            CHILD_VERBS.to_vec()
+        );
+    }
+
+    #[test]
+    fn allowed_namespaces_of_one_namespace_narrow_like_namespace_and_more_do_not() {
+        let at = |entry: &str| -> Vec<Option<String>> {
+            let rules = rules(&katalog(entry, ""), "ork-system", false);
+            [
+                ("demo.ork.dev", "webapps"),
+                ("apps", "deployments"),
+                ("", "events"),
+            ]
+            .iter()
+            .flat_map(|(group, res)| find(&rules, group, res))
+            .map(|r| r.namespace.clone())
+            .collect()
+        };
+        let team = Some("team".to_string());
+        assert_eq!(
+            at("      allowedNamespaces: [team]\n"),
+            vec![team.clone(), team.clone(), team]
+        );
+        assert_eq!(
+            at("      allowedNamespaces: [team, ops]\n"),
+            vec![None, None, None]
+        );
+        assert_eq!(
+            at("      allowedNamespaces: [\"team-*\"]\n"),
+            vec![None, None, None]
+        );
+    }
+
+    #[test]
+    fn a_child_type_that_is_a_cluster_scoped_entry_is_granted_cluster_wide() {
+        let mut k = katalog(
+            "      namespace: team\n",
+            "              - {group: demo.ork.dev, kind: Tenant}\n",
+        );
+        let mut tenant = k.spec.crds["web"].clone();
+        tenant.api_types = ork_katalog::ApiTypes {
+            group: "demo.ork.dev".into(),
+            version: "v1".into(),
+            kind: "Tenant".into(),
+            plural: "tenants".into(),
+        };
+        tenant.namespaced = false;
+        tenant.namespace = None;
+        tenant.enabled = false;
+        k.spec.crds.insert("tenant".into(), tenant);
+        if let Some(remote) = k
+            .spec
+            .crds
+            .get_mut("web")
+            .and_then(|e| e.operator_box.reconcile.remote.as_mut())
+        {
+            remote.managed_resources[1].plural = "tenants".into();
+        }
+        let rules = rules(&k, "ork-system", false);
+        let tenants = find(&rules, "demo.ork.dev", "tenants");
+        assert_eq!(tenants.len(), 1);
+        assert_eq!(tenants[0].namespace, None);
+        assert_eq!(tenants[0].verbs, CHILD_VERBS.to_vec());
     }
 
     #[test]

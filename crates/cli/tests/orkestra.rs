@@ -1,0 +1,393 @@
+//! Bring your Orkestra Katalog (SPEC §9): the example `examples/orkestra-remote` — a Katalog in
+//! the shape of Orkestra's remote walkthrough, with its CRD, setup and CR files and its Python
+//! service — run unmodified, as a team moving from Orkestra would run it.
+//!
+//! The cluster test uses the example's fixed names (its namespace `orkestra-remote`, the CRD
+//! `webapps.migrate.ork.dev`) and the service's default port 127.0.0.1:8026, as a user would; it
+//! starts from a cluster without the CRD and leaves none behind.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use common::{WAIT, ready, spawn_ork};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::{Client, ResourceExt};
+use ork_test_support::{TestNamespace, apply_yaml, client, field_managers, resolve, wait_for};
+use serde_json::{Value, json};
+
+const CRD_NAME: &str = "webapps.migrate.ork.dev";
+const NAMESPACE: &str = "orkestra-remote";
+const PORT: u16 = 8026;
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/orkestra-remote")
+}
+
+/// The example's Python service; killed when dropped.
+struct Reconciler {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Reconciler {
+    /// Starts `reconciler.py` in `folder` on `port` and waits until it accepts connections.
+    fn start(folder: &Path, port: u16, log: PathBuf) -> Result<Reconciler> {
+        let child = Command::new("python3")
+            .arg(folder.join("reconciler.py"))
+            .args(["--port", &port.to_string()])
+            .env_remove("RECONCILER_TOKEN")
+            .stdout(std::fs::File::create(&log)?)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting python3 reconciler.py")?;
+        let service = Reconciler { child, log };
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(service);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("reconciler.py did not listen on 127.0.0.1:{port}")
+    }
+
+    /// One JSON object per call the service received.
+    fn calls(&self) -> Vec<Value> {
+        let Ok(file) = std::fs::File::open(&self.log) else {
+            return Vec::new();
+        };
+        BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .collect()
+    }
+
+    fn calls_for(&self, key: &str) -> Vec<Value> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c["key"] == key)
+            .collect()
+    }
+}
+
+impl Drop for Reconciler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes what running the example creates — its namespace and its CRD — and waits until both
+/// are gone; on drop too, so a failed run leaves a clean cluster for the next.
+struct ExampleCleanup;
+
+impl ExampleCleanup {
+    async fn now(client: &Client) -> Result<()> {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let _ = namespaces
+            .delete(NAMESPACE, &DeleteParams::background())
+            .await;
+        let _ = crds.delete(CRD_NAME, &DeleteParams::background()).await;
+        // A namespace takes a while to empty; the next run must start without either.
+        wait_for(
+            "the example's namespace and CRD gone",
+            Duration::from_secs(90),
+            || async {
+                let ns = namespaces.get_opt(NAMESPACE).await.ok()?;
+                let crd = crds.get_opt(CRD_NAME).await.ok()?;
+                (ns.is_none() && crd.is_none()).then_some(())
+            },
+        )
+        .await
+    }
+}
+
+impl Drop for ExampleCleanup {
+    fn drop(&mut self) {
+        // Drop cannot await: a client of its own on a short-lived runtime of its own thread.
+        let _ = std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            if let Ok(rt) = rt {
+                rt.block_on(async {
+                    if let Ok(client) = client().await {
+                        let _ = ExampleCleanup::now(&client).await;
+                    }
+                });
+            }
+        })
+        .join();
+    }
+}
+
+async fn webapps(client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
+    let gvk = GroupVersionKind::gvk("migrate.ork.dev", "v1alpha1", "WebApp");
+    let (ar, _) = resolve(client, &gvk).await?;
+    Ok(Api::namespaced_with(client.clone(), ns, &ar))
+}
+
+fn is_subset(small: &Value, big: &Value) -> bool {
+    small
+        .as_object()
+        .is_some_and(|m| !m.is_empty() && m.iter().all(|(k, v)| big.get(k) == Some(v)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_orkestra_style_example_runs_unmodified_from_a_cluster_without_its_crd() -> Result<()> {
+    let admin = client().await?;
+    ensure!(
+        TcpListener::bind(("127.0.0.1", PORT)).is_ok(),
+        "127.0.0.1:{PORT} is taken: the example's Katalog calls its service there"
+    );
+    ExampleCleanup::now(&admin).await?;
+    let _cleanup = ExampleCleanup;
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    assert!(
+        crds.get_opt(CRD_NAME).await?.is_none(),
+        "no CRD at the start"
+    );
+
+    let dir = std::env::temp_dir().join(format!("ork-orkestra-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let service = Reconciler::start(&example(), PORT, dir.join("reconciler.log"))?;
+    let ork = spawn_ork(
+        &example().join("katalog.yaml"),
+        &dir.join("ork.log"),
+        &[],
+        &[],
+    )?;
+    let result = async {
+        // ork installed the CRD from crdFile, and applied setup.yaml.
+        let crd = wait_for("the CRD installed by ork", WAIT, || async {
+            crds.get_opt(CRD_NAME).await.ok().flatten()
+        })
+        .await?;
+        assert!(
+            field_managers(&crd.metadata).contains(&"ork-setup".to_string()),
+            "applied by ork: {:?}",
+            field_managers(&crd.metadata)
+        );
+        let secrets: Api<Secret> = Api::namespaced(admin.clone(), NAMESPACE);
+        wait_for("the token Secret from setup.yaml", WAIT, || async {
+            secrets
+                .get_opt("webapp-reconciler-token")
+                .await
+                .ok()
+                .flatten()
+        })
+        .await?;
+
+        // The CR from crFiles is reconciled.
+        let api = webapps(&admin, NAMESPACE).await?;
+        let cr = wait_for("my-webapp Ready=True", WAIT, || async {
+            let cr = api.get("my-webapp").await.ok()?;
+            (ready(&cr)?.0 == "True").then_some(cr)
+        })
+        .await?;
+        assert_eq!(cr.data["status"]["phase"], "Running");
+        assert_eq!(cr.data["status"]["replicas"], 2);
+        assert_eq!(cr.data["status"]["environment"], "staging");
+        // The entry's templated label is written onto the CR (after the reconcile, on ork's
+        // lower-priority lane).
+        wait_for("the entry's label on the CR", WAIT, || async {
+            let cr = api.get("my-webapp").await.ok()?;
+            (cr.labels().get("app.kubernetes.io/name")? == "my-webapp").then_some(())
+        })
+        .await?;
+
+        // The Bearer token of the Secret reached the service; args were rendered from the CR;
+        // the payload excludes were applied.
+        let calls = service.calls_for("orkestra-remote/my-webapp");
+        assert!(!calls.is_empty(), "the service was called");
+        assert!(
+            service.calls().iter().all(|c| c["authorized"] == true),
+            "every call carried the Secret's token: {:?}",
+            service.calls()
+        );
+        assert_eq!(
+            calls[0]["args"],
+            json!({"logLevel": "info", "environment": "staging", "appName": "my-webapp"})
+        );
+        assert_eq!(calls[0]["managedFieldsSent"], false);
+
+        // Intents became a Deployment and a Service that routes to its pods.
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NAMESPACE);
+        let services: Api<Service> = Api::namespaced(admin.clone(), NAMESPACE);
+        let deployment = serde_json::to_value(deployments.get("my-webapp").await?)?;
+        let spec = &deployment["spec"];
+        assert_eq!(spec["replicas"], 2);
+        let container = &spec["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "nginx:1.27");
+        assert_eq!(container["ports"][0]["containerPort"], 8080);
+        assert_eq!(
+            deployment["metadata"]["ownerReferences"][0]["name"], "my-webapp",
+            "owned by the CR"
+        );
+        let pod_labels = &spec["template"]["metadata"]["labels"];
+        assert!(is_subset(&spec["selector"]["matchLabels"], pod_labels));
+        let svc = serde_json::to_value(services.get("my-webapp-svc").await?)?;
+        assert!(
+            is_subset(&svc["spec"]["selector"], pod_labels),
+            "the Service selects the Deployment's pods: {} vs {}",
+            svc["spec"]["selector"],
+            pod_labels
+        );
+        assert_eq!(svc["spec"]["ports"][0]["port"], 8080);
+
+        // Drift: replicas edited by hand are put back.
+        deployments
+            .patch(
+                "my-webapp",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"replicas": 5}})),
+            )
+            .await?;
+        wait_for("replicas put back to 2", WAIT, || async {
+            let d = deployments.get("my-webapp").await.ok()?;
+            (d.spec?.replicas == Some(2)).then_some(())
+        })
+        .await?;
+
+        // A CR outside allowedNamespaces is never sent to the service. An edit of the allowed
+        // CR afterwards proves ork has seen both.
+        let outside = TestNamespace::create(&admin).await?;
+        let yaml = std::fs::read_to_string(example().join("cr.yaml"))?.replace(
+            "namespace: orkestra-remote",
+            &format!("namespace: {}", outside.name),
+        );
+        apply_yaml(&admin, &yaml, &outside.name).await?;
+        api.patch(
+            "my-webapp",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": 3}})),
+        )
+        .await?;
+        wait_for("the edit reconciled", WAIT, || async {
+            let d = deployments.get("my-webapp").await.ok()?;
+            (d.spec?.replicas == Some(3)).then_some(())
+        })
+        .await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let key = format!("{}/my-webapp", outside.name);
+        assert!(
+            service.calls_for(&key).is_empty(),
+            "{key} is outside allowedNamespaces"
+        );
+        let foreign: Api<Deployment> = Api::namespaced(admin.clone(), &outside.name);
+        assert!(foreign.get_opt("my-webapp").await?.is_none());
+
+        // Deleting the CR takes its children with it (Kubernetes garbage collection, which
+        // learns of a new CRD on its own discovery resync, every 30 s: hence the longer wait).
+        api.delete("my-webapp", &DeleteParams::default()).await?;
+        let gc = Duration::from_secs(120);
+        wait_for("the Deployment and Service collected", gc, || async {
+            let d = deployments.get_opt("my-webapp").await.ok()?;
+            let s = services.get_opt("my-webapp-svc").await.ok()?;
+            (d.is_none() && s.is_none()).then_some(())
+        })
+        .await?;
+        anyhow::Ok(())
+    }
+    .await;
+    if result.is_err() {
+        eprintln!(
+            "--- reconciler.py calls ---\n{:#?}\n--- ork log ---\n{}",
+            service.calls(),
+            ork.log()
+        );
+    }
+    drop(ork);
+    drop(service);
+    result
+}
+
+/// The example's Katalog with the token from the environment instead of a Secret (a Secret
+/// cannot be read offline) and the service on `port`.
+fn offline_katalog(port: u16) -> Result<String> {
+    let text = std::fs::read_to_string(example().join("katalog.yaml"))?;
+    let auth = "            auth:\n              secretRef:\n                name: webapp-reconciler-token\n                namespace: orkestra-remote\n                key: token       # sent as \"Authorization: Bearer <token>\"\n";
+    ensure!(text.contains(auth), "the example's auth block changed");
+    Ok(text
+        .replace(auth, "            auth: {env: RECONCILER_TOKEN}\n")
+        .replace(&PORT.to_string(), &port.to_string()))
+}
+
+#[test]
+fn the_example_validates_and_shows_its_metadata() -> Result<()> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .arg("validate")
+        .current_dir(example())
+        .output()?;
+    let stdout = String::from_utf8(out.stdout)?;
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("Katalog webapp-remote 0.1.0 by the ork authors (license Apache-2.0)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("\nwebapp: WebApp.migrate.ork.dev/v1alpha1 -> POST {{ reconcilerEndpoint }}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  tags: example, migration, remote\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("./katalog.yaml: valid (1 entry)\n"),
+        "{stdout}"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_example_service_reaches_steady_state_in_simulate() -> Result<()> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let dir = std::env::temp_dir().join(format!("ork-orkestra-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    for file in ["crd.yaml", "setup.yaml", "cr.yaml", "reconciler.py"] {
+        std::fs::copy(example().join(file), dir.join(file))?;
+    }
+    std::fs::write(dir.join("katalog.yaml"), offline_katalog(port)?)?;
+    let service = Reconciler::start(&dir, port, dir.join("reconciler.log"))?;
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["simulate", "--cr", "cr.yaml"])
+        .current_dir(&dir)
+        .env("RECONCILER_TOKEN", "ork-demo-token")
+        .output()?;
+    let stdout = String::from_utf8(out.stdout)?;
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("+ Deployment orkestra-remote/my-webapp\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("+ Service orkestra-remote/my-webapp-svc\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("steady after"), "{stdout}");
+    assert!(service.calls().iter().all(|c| c["authorized"] == true));
+    drop(service);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
