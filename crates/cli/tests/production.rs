@@ -382,7 +382,9 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
                 .collect(),
         );
         role.metadata.managed_fields = None;
-        entry_roles.replace(&name, &Default::default(), &role).await?;
+        entry_roles
+            .replace(&name, &Default::default(), &role)
+            .await?;
         let mut ork = spawn_ork(
             &path,
             &dir.join("missing.log"),

@@ -66,7 +66,6 @@ impl ShardSet {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
