@@ -87,7 +87,7 @@ fn demo() -> Result<()> {
         .args(["apply", "default"])
         .arg(example.join("cr.yaml")))?;
 
-    show_when_reconciled(&ork_dev, "default")?;
+    show_when_reconciled(&ork_dev, "default", "demo.ork.dev/v1", "Planned")?;
     drop(ork_http);
     drop(service);
 
@@ -117,28 +117,71 @@ fn demo() -> Result<()> {
         .env("KUBECONFIG", &kubeconfig)
         .args(["apply", "bash-demo"])
         .arg(example.join("cr.yaml")))?;
-    show_when_reconciled(&ork_dev, "bash-demo")?;
+    show_when_reconciled(&ork_dev, "bash-demo", "demo.ork.dev/v1", "Planned")?;
+    drop(_ork);
+    orkestra_style(&ork, &ork_dev)?;
     Ok(())
 }
 
-/// Waits (30 s at most) for the WebApp in `namespace` to be reconciled, then prints what ork made.
-fn show_when_reconciled(ork_dev: &std::path::Path, namespace: &str) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+/// `examples/orkestra-remote` as a team moving from Orkestra would run it: ork installs the
+/// CRD, applies the setup (namespace, token Secret) and the sample CR, and the service checks
+/// the Bearer token.
+fn orkestra_style(ork: &std::path::Path, ork_dev: &std::path::Path) -> Result<()> {
+    let example = workspace_root().join("examples/orkestra-remote");
+    eprintln!(
+        "\n== an Orkestra-style Katalog (examples/orkestra-remote): crdFile, setup, crFiles, auth from a Secret"
+    );
+    run(Command::new(ork).arg("validate").current_dir(&example))?;
+    let _service = Running(
+        "the Orkestra-style reconcile service",
+        Command::new("python3")
+            .arg("reconciler.py")
+            .current_dir(&example)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start python3: {e}"))?,
+    );
+    let _ork = Running(
+        "ork (Orkestra-style Katalog)",
+        Command::new(ork)
+            .arg("run")
+            .current_dir(&example)
+            .env("KUBECONFIG", cluster::kubeconfig())
+            .stdin(Stdio::null())
+            .spawn()?,
+    );
+    show_when_reconciled(
+        ork_dev,
+        "orkestra-remote",
+        "migrate.ork.dev/v1alpha1",
+        "ReconcileSucceeded",
+    )
+}
+
+/// Waits (60 s at most) for the WebApp (`group_version`) in `namespace` to be reconciled and
+/// `marker` to show, then prints what ork made.
+fn show_when_reconciled(
+    ork_dev: &std::path::Path,
+    namespace: &str,
+    group_version: &str,
+    marker: &str,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = Command::new(ork_dev)
             .env("KUBECONFIG", cluster::kubeconfig())
-            .args(["show", namespace])
+            .args(["show", namespace, group_version])
             .output()?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        // Status, annotations and events are written together; wait until all are there.
-        if text.contains("ReconcileSucceeded") && text.contains("Planned") {
+        // Annotations and events follow the status; wait until all are there.
+        if text.contains("ReconcileSucceeded") && text.contains(marker) {
             eprintln!("\n== what ork made of it (namespace {namespace})");
             println!("{text}");
             return Ok(());
         }
         if Instant::now() > deadline {
             println!("{text}");
-            return Err(format!("the WebApp in {namespace} was not reconciled within 30 s").into());
+            return Err(format!("the WebApp in {namespace} was not reconciled within 60 s").into());
         }
         sleep(Duration::from_millis(500));
     }

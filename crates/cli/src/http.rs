@@ -47,8 +47,13 @@ async fn metrics(State(runtime): State<Runtime>) -> Response {
         .into_response()
 }
 
+/// The Katalog's metadata and every entry with its health.
 async fn katalog(State(runtime): State<Runtime>) -> Response {
-    json(StatusCode::OK, &runtime.entries())
+    let body = serde_json::json!({
+        "metadata": runtime.metadata(),
+        "entries": runtime.entries(),
+    });
+    json(StatusCode::OK, &body)
 }
 
 /// 200 for healthy, pending and gated; 503 for degraded or not started; 404 for no such entry.

@@ -70,7 +70,9 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
     assert_eq!(report["health"]["totalReconciles"], 1);
     assert_eq!(get(addr, "/katalog/nope/health").await?.0, 404);
     let (_, all) = get(addr, "/katalog").await?;
-    assert_eq!(serde_json::from_str::<Value>(&all)?[0]["name"], "webapp");
+    let all: Value = serde_json::from_str(&all)?;
+    assert_eq!(all["entries"][0]["name"], "webapp");
+    assert_eq!(all["metadata"]["name"], "test");
 
     let (status, text) = get(addr, "/metrics").await?;
     assert_eq!(status, 200);

@@ -21,9 +21,12 @@ pub enum AuthError {
     /// The material exists but cannot be used (a header name, PEM that does not load).
     #[error("{0}")]
     Unusable(String),
-    /// A Secret not read yet, missing, or without the key.
+    /// A Secret missing, or without the key.
     #[error("{0}")]
     NotReady(String),
+    /// A Secret whose watch has not delivered its first list yet.
+    #[error("{0} not read yet")]
+    Pending(String),
     #[error("{0} cannot be read without a cluster; {1}")]
     Offline(&'static str, &'static str),
     #[error("{0} state poisoned")]
@@ -45,12 +48,19 @@ fn watch_secret(
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     tokio::spawn(async move {
         let mut stream = watcher(api, config).boxed();
+        let mut listed = false;
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s)) => {
+                    listed = true;
                     on_change(Some(s.data.unwrap_or_default()))
                 }
                 Ok(watcher::Event::Delete(_)) => on_change(None),
+                // The first list had no such Secret: it is missing, not pending.
+                Ok(watcher::Event::InitDone) if !listed => {
+                    listed = true;
+                    on_change(None);
+                }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "watch of a Secret failed; retrying");
@@ -97,8 +107,8 @@ impl CredentialSource {
             .namespace
             .clone()
             .unwrap_or_else(|| ork_namespace.to_string());
-        let slot = Arc::new(RwLock::new(Err(AuthError::NotReady(format!(
-            "Secret {ns}/{} not read yet",
+        let slot = Arc::new(RwLock::new(Err(AuthError::Pending(format!(
+            "Secret {ns}/{}",
             secret_ref.name
         )))));
         let header = auth.header.clone();
@@ -196,8 +206,8 @@ impl TransportSource {
         if tls.ca_secret_ref.is_none() && tls.client_cert_secret_ref.is_none() {
             return TransportSource::offline(shared, Some(tls));
         }
-        let slot = Arc::new(RwLock::new(Err(AuthError::NotReady(
-            "TLS Secrets not read yet".to_string(),
+        let slot = Arc::new(RwLock::new(Err(AuthError::Pending(
+            "TLS Secrets".to_string(),
         ))));
         let parts = Arc::new(Mutex::new(TlsParts {
             ca: tls.ca_bundle.clone().map(String::into_bytes),
@@ -208,6 +218,9 @@ impl TransportSource {
             move || {
                 let Ok(p) = parts.lock() else { return };
                 let next = match p.missing.values().next() {
+                    Some(why) if why.ends_with("(not read yet)") => Err(AuthError::Pending(
+                        why.trim_end_matches(" (not read yet)").into(),
+                    )),
                     Some(why) => Err(AuthError::NotReady(why.clone())),
                     None => HttpTransport::with_tls(&TlsSettings {
                         ca_pem: p.ca.clone(),

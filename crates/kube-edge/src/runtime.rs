@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kube::Client;
 use ork_engine::health::Health;
-use ork_katalog::Katalog;
+use ork_katalog::{Katalog, KatalogMeta};
 use ork_remote::HttpTransport;
 use serde::Serialize;
 use tracing::Instrument;
@@ -38,6 +38,8 @@ pub struct Runtime {
     process: Arc<Process>,
     /// The enabled entries, in Katalog order.
     enabled: Arc<Vec<String>>,
+    /// The Katalog's metadata (name, description, version, author, tags…), for `/katalog`.
+    metadata: Arc<KatalogMeta>,
 }
 
 impl Runtime {
@@ -50,6 +52,7 @@ impl Runtime {
     /// A runtime that reconciles only the keys of the shards `shards` holds (SPEC §12).
     pub fn with_shards(katalog: &Katalog, active: bool, shards: ShardSet) -> Runtime {
         Runtime {
+            metadata: Arc::new(katalog.metadata.clone()),
             process: Arc::new(Process::new(active, shards)),
             enabled: Arc::new(
                 katalog
@@ -87,10 +90,7 @@ impl Runtime {
                 async move {
                     start_entry(client, name.clone(), entry, transport, options, process)
                         .await
-                        .map_err(|source| RunError::Entry {
-                            entry: name,
-                            source,
-                        })
+                        .map_err(|error| RunError::Entry { entry: name, error })
                 }
                 .instrument(span),
             );
@@ -138,6 +138,11 @@ impl Runtime {
     /// Ready when every enabled entry's CR cache is synced (leader and standby alike).
     pub fn ready(&self) -> bool {
         self.enabled.iter().all(|e| self.process.is_synced(e))
+    }
+
+    /// The Katalog's metadata.
+    pub fn metadata(&self) -> &KatalogMeta {
+        &self.metadata
     }
 
     /// Every enabled entry with its health.

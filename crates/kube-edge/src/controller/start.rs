@@ -17,7 +17,7 @@ use crate::auth::{CredentialSource, TransportSource};
 use crate::discovery::{resolve_managed, wait_for_cr_type};
 use crate::entry::{EntryContext, EntryError};
 use crate::install::{apply_files, install_crd};
-use crate::ports::{KubeCluster, for_remote};
+use crate::ports::{KubeCluster, Transport, for_remote};
 use crate::process::Process;
 
 /// Process-wide settings for `ork run`.
@@ -39,8 +39,9 @@ pub struct RunOptions {
 pub enum RunError {
     #[error("the HTTP client for reconcile calls: {0}")]
     Transport(#[from] ork_remote::CallError),
-    #[error("entry {entry}: {source}")]
-    Entry { entry: String, source: EntryError },
+    // `error`, not `source`: the message already says it (no repeat in a cause chain).
+    #[error("entry {entry}: {error}")]
+    Entry { entry: String, error: EntryError },
 }
 
 /// Runs one entry until the process ends.
@@ -79,7 +80,8 @@ pub(crate) async fn start_entry(
         .map_err(EntryError::Credential)?;
     let tls = TransportSource::start(&client, &http, remote.tls.as_ref(), &options.ork_namespace)
         .map_err(EntryError::Tls)?;
-    let transport = for_remote(&remote, &options.katalog_dir, credential, tls)?;
+    let transport: Arc<dyn Transport> =
+        Arc::from(for_remote(&remote, &options.katalog_dir, credential, tls)?);
     let ctx = Arc::new(EntryContext::build(
         name,
         entry,
@@ -113,7 +115,7 @@ pub(crate) async fn start_entry(
             .map(|ws| ws.iter().map(|(s, w)| (s.clone(), w.as_reader())).collect())
             .collect(),
         Arc::new(KubeCluster::new(client.clone(), cr_resource)),
-        Arc::from(transport),
+        transport.clone(),
         process.clone(),
     ));
     tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
@@ -132,6 +134,13 @@ pub(crate) async fn start_entry(
         if store.wait_until_ready().await.is_err() {
             return Ok(());
         }
+    }
+    // A credential or TLS Secret is read by then too (a missing one is an error, not a wait).
+    for _ in 0..100 {
+        if !transport.pending() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     process.mark_synced(&ctx.name);
     tasks.spawn(resync(c.clone()).in_current_span());

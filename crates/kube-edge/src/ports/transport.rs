@@ -72,16 +72,42 @@ pub(crate) trait Transport: Send + Sync {
     fn redact(&self, text: &str) -> String {
         text.to_string()
     }
+
+    /// A Secret it needs (credential, TLS) has not been read yet.
+    fn pending(&self) -> bool {
+        false
+    }
 }
 
 /// POST to the entry's endpoint.
 pub(crate) struct HttpPort {
     pub endpoint: Template,
+    /// The endpoint rendered without any CR: when a CR renders to this same URL, the URL is the
+    /// Katalog author's (notes, runtime facts), not the CR author's, and gets the credential.
+    pub katalog_url: Option<String>,
     pub allowed_hosts: Vec<String>,
     pub credential: CredentialSource,
     pub client: TransportSource,
     pub timeout: Duration,
     pub max_bytes: u64,
+}
+
+impl HttpPort {
+    /// The credential goes only to the Katalog's own URL, its literal host or `allowedHosts`
+    /// — with the URL parsed as the HTTP client parses it, so the host checked is the host
+    /// called.
+    fn may_send_credential(&self, url: &str) -> Result<(), CallFailed> {
+        let target = Endpoint::for_credential(url).map_err(CallError::from)?;
+        let katalogs_own = self.katalog_url.as_deref() == Some(url);
+        if katalogs_own || credential_allowed(&target, self.endpoint.source(), &self.allowed_hosts)
+        {
+            Ok(())
+        } else {
+            Err(CallFailed::HostNotAllowed {
+                host: target.authority(),
+            })
+        }
+    }
 }
 
 impl Transport for HttpPort {
@@ -97,13 +123,7 @@ impl Transport for HttpPort {
                 .map_err(|e| CallFailed::Endpoint(e.to_string()))?;
             let credential = self.credential.current().map_err(CallFailed::Credential)?;
             if credential.is_some() {
-                // Parsed as the HTTP client parses it: the host checked is the host called.
-                let target = Endpoint::for_credential(&url).map_err(CallError::from)?;
-                if !credential_allowed(&target, self.endpoint.source(), &self.allowed_hosts) {
-                    return Err(CallFailed::HostNotAllowed {
-                        host: target.authority(),
-                    });
-                }
+                self.may_send_credential(&url)?;
             }
             let client = self.client.current().map_err(CallFailed::Tls)?;
             Ok(client
@@ -123,6 +143,11 @@ impl Transport for HttpPort {
             Ok(Some(c)) => c.redact(text),
             _ => text.to_string(),
         }
+    }
+
+    fn pending(&self) -> bool {
+        matches!(self.credential.current(), Err(AuthError::Pending(_)))
+            || matches!(self.client.current(), Err(AuthError::Pending(_)))
     }
 }
 
@@ -183,6 +208,10 @@ impl Transport for RateLimited {
     fn redact(&self, text: &str) -> String {
         self.inner.redact(text)
     }
+
+    fn pending(&self) -> bool {
+        self.inner.pending()
+    }
 }
 
 /// Adds up the time spent in the service (`ork simulate` reports ork's own time as the rest).
@@ -215,6 +244,10 @@ impl Transport for Timed {
     fn redact(&self, text: &str) -> String {
         self.inner.redact(text)
     }
+
+    fn pending(&self) -> bool {
+        self.inner.pending()
+    }
 }
 
 /// The entry's transport: exec when `remote.command` is set, else HTTP; rate limited when
@@ -237,6 +270,7 @@ pub(crate) fn for_remote(
             max_bytes: remote.max_response_bytes,
         }),
         (None, Some(endpoint)) => Box::new(HttpPort {
+            katalog_url: endpoint.render(&Value::Object(Default::default())).ok(),
             endpoint: endpoint.clone(),
             allowed_hosts: remote.allowed_hosts.clone(),
             credential,
@@ -253,4 +287,47 @@ pub(crate) fn for_remote(
         }),
         None => base,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(endpoint: &str, allowed: &[&str]) -> HttpPort {
+        let endpoint = Template::parse(endpoint).expect("template");
+        HttpPort {
+            katalog_url: endpoint.render(&Value::Object(Default::default())).ok(),
+            endpoint,
+            allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
+            credential: CredentialSource::None,
+            // Never called here: the check comes before any client is needed.
+            client: TransportSource::Watched(std::sync::Arc::new(std::sync::RwLock::new(Err(
+                AuthError::NotReady("unused".into()),
+            )))),
+            timeout: Duration::from_secs(1),
+            max_bytes: 1,
+        }
+    }
+
+    #[test]
+    fn the_katalog_s_own_url_gets_the_credential_a_cr_steered_one_does_not() {
+        // Orkestra's style: the endpoint comes from a template with no CR input.
+        let p = port(
+            "{{ if .ork.inCluster }}http://svc.team:8080/r{{ else }}http://127.0.0.1:8025/r{{ end }}",
+            &[],
+        );
+        assert!(p.may_send_credential("http://127.0.0.1:8025/r").is_ok());
+        let p = port(
+            "http://{{ .spec.host | default \"127.0.0.1:8025\" }}/r",
+            &[],
+        );
+        assert!(p.may_send_credential("http://127.0.0.1:8025/r").is_ok());
+        assert!(p.may_send_credential("http://127.0.0.1:9002/r").is_err());
+        let p = port("http://{{ .spec.host }}/r", &["127.0.0.1:9001"]);
+        assert!(p.may_send_credential("http://127.0.0.1:9001/r").is_ok());
+        assert!(
+            p.may_send_credential("http://127.0.0.1:9002\\@127.0.0.1:9001/r")
+                .is_err()
+        );
+    }
 }

@@ -27,12 +27,13 @@ use crate::process::Process;
 /// Why a simulation could not run. Failed reconciles are not errors: they are in the report.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
-    #[error("entry {entry}: {source}")]
-    Entry { entry: String, source: EntryError },
+    // `error`, not `source`: the message already says it (no repeat in a cause chain).
+    #[error("entry {entry}: {error}")]
+    Entry { entry: String, error: EntryError },
     #[error("the HTTP client: {0}")]
     Client(#[from] ork_remote::CallError),
-    #[error("--record {dir}: {source}")]
-    Record { dir: String, source: std::io::Error },
+    #[error("--record {dir}: {error}")]
+    Record { dir: String, error: std::io::Error },
     #[error("{0}")]
     Input(String),
 }
@@ -127,9 +128,9 @@ pub(crate) fn build_entries(
         let Some(remote) = entry.operator_box.reconcile.remote.clone() else {
             continue;
         };
-        let fail = |source: EntryError| SimulateError::Entry {
+        let fail = |error: EntryError| SimulateError::Entry {
             entry: name.clone(),
-            source,
+            error,
         };
         let children = remote
             .managed_resources
@@ -143,16 +144,17 @@ pub(crate) fn build_entries(
             .map_err(|e| fail(EntryError::Tls(e)))?;
         let base = for_remote(&remote, &options.katalog_dir, credential, tls)
             .map_err(|e| fail(e.into()))?;
-        let tapped: Box<dyn Transport> = match (&options.record, &options.replay) {
-            (Some(dir), _) => Box::new(Tap::record(dir.clone(), base).map_err(|source| {
-                SimulateError::Record {
-                    dir: dir.display().to_string(),
-                    source,
-                }
-            })?),
-            (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
-            (None, None) => base,
-        };
+        let tapped: Box<dyn Transport> =
+            match (&options.record, &options.replay) {
+                (Some(dir), _) => Box::new(Tap::record(dir.clone(), base).map_err(|error| {
+                    SimulateError::Record {
+                        dir: dir.display().to_string(),
+                        error,
+                    }
+                })?),
+                (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
+                (None, None) => base,
+            };
         let timed = Arc::new(Timed {
             nanos: AtomicU64::new(0),
             inner: tapped,

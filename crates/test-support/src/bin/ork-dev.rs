@@ -24,19 +24,17 @@ async fn main() -> Result<()> {
                 }
             }
         }
-        [cmd, ns] if cmd == "show" => show(&client, ns).await?,
+        [cmd, ns] if cmd == "show" => show(&client, ns, "demo.ork.dev/v1").await?,
+        [cmd, ns, group_version] if cmd == "show" => show(&client, ns, group_version).await?,
         _ => bail!("usage: ork-dev apply NAMESPACE FILE... | ork-dev show NAMESPACE"),
     }
     Ok(())
 }
 
-async fn show(client: &kube::Client, ns: &str) -> Result<()> {
+async fn show(client: &kube::Client, ns: &str, group_version: &str) -> Result<()> {
     let lp = ListParams::default();
-    let (ar, _) = resolve(
-        client,
-        &GroupVersionKind::gvk("demo.ork.dev", "v1", "WebApp"),
-    )
-    .await?;
+    let (group, version) = group_version.split_once('/').unwrap_or(("", group_version));
+    let (ar, _) = resolve(client, &GroupVersionKind::gvk(group, version, "WebApp")).await?;
     for w in Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar)
         .list(&lp)
         .await?
