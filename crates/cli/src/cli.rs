@@ -107,7 +107,14 @@ pub fn main() -> ExitCode {
             katalog,
             target,
             image,
-        }) => crate::generate::bundle(&katalog, &target.names(), &image),
+            shards,
+            replicas,
+        }) => crate::generate::bundle(
+            &katalog,
+            &target.names(),
+            &image,
+            crate::generate::Scale { shards, replicas },
+        ),
     }
 }
 
@@ -170,6 +177,12 @@ enum Generate {
         /// The ork container image (see the Dockerfile).
         #[arg(long, default_value = concat!("ork:", env!("CARGO_PKG_VERSION")))]
         image: String,
+        /// Shards (SPEC §12): 1 runs one leader (`--leader-elect`), more run `--shards N`.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        shards: u32,
+        /// Replicas of the Deployment.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        replicas: u32,
     },
 }
 

@@ -25,11 +25,28 @@ pub fn rbac(katalog_path: &Path, names: &Names) -> ExitCode {
     finish("rbac", result)
 }
 
-pub fn bundle(katalog_path: &Path, names: &Names, image: &str) -> ExitCode {
+/// How many replicas run and how they share the work.
+#[derive(Debug, Clone, Copy)]
+pub struct Scale {
+    /// 1: one leader at a time (`--leader-elect`); more: `--shards N`.
+    pub shards: u32,
+    pub replicas: u32,
+}
+
+impl Default for Scale {
+    fn default() -> Self {
+        Scale {
+            shards: 1,
+            replicas: 2,
+        }
+    }
+}
+
+pub fn bundle(katalog_path: &Path, names: &Names, image: &str, scale: Scale) -> ExitCode {
     let result = load(katalog_path).and_then(|k| {
         let text = std::fs::read_to_string(katalog_path)
             .with_context(|| format!("{}", katalog_path.display()))?;
-        bundle_objects(&k, katalog_path, &text, names, image)
+        bundle_objects(&k, katalog_path, &text, names, image, scale)
     });
     finish("bundle", result)
 }
@@ -328,8 +345,14 @@ pub fn bundle_objects(
     katalog_text: &str,
     names: &Names,
     image: &str,
+    scale: Scale,
 ) -> Result<Vec<Value>> {
     let ns = &names.namespace;
+    let work = if scale.shards > 1 {
+        format!("--shards={}", scale.shards)
+    } else {
+        "--leader-elect".to_string()
+    };
     let mut docs = rbac_objects(katalog, katalog_path, names)?;
     // After the Namespace, before anything else: kubectl creates the CRDs first.
     let crds = crd_objects(katalog)?;
@@ -357,7 +380,7 @@ pub fn bundle_objects(
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": names.name, "namespace": ns, "labels": labels()},
         "spec": {
-            "replicas": 2,
+            "replicas": scale.replicas,
             "selector": {"matchLabels": {"app.kubernetes.io/name": "ork"}},
             "template": {
                 "metadata": {"labels": labels()},
@@ -372,7 +395,7 @@ pub fn bundle_objects(
                         "name": "ork",
                         "image": image,
                         "args": [
-                            "run", "-k", format!("{MOUNT}/katalog.yaml"), "--leader-elect",
+                            "run", "-k", format!("{MOUNT}/katalog.yaml"), work,
                             "--no-dev-files",
                             "--http-addr=0.0.0.0:8080", "--log-json", "--shutdown-grace=20s",
                         ],

@@ -55,7 +55,11 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     };
     tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
     // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.
-    let needed = permissions::rules(&katalog, &options.ork_namespace, args.leader_elect);
+    let needed = permissions::rules(
+        &katalog,
+        &options.ork_namespace,
+        args.leader_elect || args.shards > 1,
+    );
     let missing = permissions::missing(&client, &needed)
         .await
         .context("checking ork's permissions (SelfSubjectAccessReview)")?;

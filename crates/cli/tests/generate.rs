@@ -294,3 +294,33 @@ fn without_k_the_katalog_yaml_of_the_current_folder_is_used() {
         ork(&["generate", "rbac"])
     );
 }
+
+#[test]
+fn a_sharded_bundle_runs_replicas_with_shards_instead_of_one_leader() {
+    let docs = documents(&ork(&[
+        "generate",
+        "bundle",
+        "--shards",
+        "9",
+        "--replicas",
+        "3",
+    ]));
+    let deployment = find(&docs, "Deployment", Some("ork-system")).expect("a Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(args.contains(&"--shards=9"), "{args:?}");
+    assert!(!args.contains(&"--leader-elect"), "{args:?}");
+    // The shard protocol lists its Leases.
+    let lease_rules = rules_for(&docs, "Role", Some("ork-system"), "leases");
+    assert!(
+        lease_rules.iter().any(|r| r["verbs"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|x| x == "list"))),
+        "{lease_rules:?}"
+    );
+}

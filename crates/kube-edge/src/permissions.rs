@@ -105,7 +105,8 @@ fn rule(
     }
 }
 
-/// Every rule ork needs for `katalog`; `leases` adds leader election in `ork_namespace`.
+/// Every rule ork needs for `katalog`; `leases` adds leader election and sharding (their
+/// Leases, listed by the shard protocol) in `ork_namespace`.
 /// Deterministic: the same Katalog always gives the same rules in the same order.
 ///
 /// - CRs (and their `status`/`finalizers`), children and events: cluster-wide for an entry that
@@ -258,7 +259,7 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
         out.push(rule(
             "coordination.k8s.io",
             vec!["leases".into()],
-            &["get", "create", "update"],
+            &["get", "list", "create", "update"],
             Some(ork_namespace.into()),
         ));
     }
