@@ -59,6 +59,8 @@ impl Health {
         self.consecutive_fails = 0;
         self.state = State::Healthy;
         self.gated_reason = None;
+        // The entry is healthy again: an old error no longer describes it.
+        self.last_error = None;
         self.last_reconcile = Some(now.to_string());
         self.update_rate();
     }
@@ -126,6 +128,7 @@ mod tests {
         assert_eq!(h.state, State::Healthy);
         assert_eq!(h.consecutive_fails, 0);
         assert_eq!(h.error_rate_percent, 75.0);
+        assert_eq!(h.last_error, None, "a success clears the last error");
     }
 
     #[test]
