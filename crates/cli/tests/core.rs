@@ -18,31 +18,6 @@ use ork_test_support::{
 };
 use serde_json::{Value, json};
 
-/// The example Katalog with ConfigMaps as the managed type (`extra` under the managed resource).
-fn configmap_katalog(ns: &str, url: &str, workers: u32, extra: &str) -> String {
-    format!(
-        r#"apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-metadata: {{name: test}}
-spec:
-  crds:
-    webapp:
-      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
-      namespace: {ns}
-      operatorBox:
-        reconcile:
-          default: false
-          workers: {workers}
-          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
-          remote:
-            endpoint: "{url}"
-            timeout: 2s
-            managedResources:
-              - {{group: "", version: v1, plural: configmaps{extra}}}
-"#
-    )
-}
-
 fn config_map(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 }

@@ -131,27 +131,7 @@ impl SlowService {
 }
 
 fn katalog_for(ns: &str, url: &str) -> String {
-    format!(
-        r#"apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-metadata: {{name: shards}}
-spec:
-  crds:
-    webapp:
-      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
-      namespace: {ns}
-      operatorBox:
-        reconcile:
-          default: false
-          workers: 4
-          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
-          remote:
-            endpoint: "{url}"
-            timeout: 5s
-            managedResources:
-              - {{group: "", version: v1, plural: configmaps}}
-"#
-    )
+    configmap_katalog(ns, url, 4, "")
 }
 
 /// Shard → holder identity, for valid shard Leases.

@@ -19,6 +19,7 @@ mod index;
 pub mod install;
 pub mod labels;
 pub mod leader;
+mod lease;
 mod metrics;
 pub mod permissions;
 mod ports;

@@ -8,19 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, ListParams, PostParams};
+use k8s_openapi::jiff::Timestamp;
 use kube::{Client, ResourceExt};
 
 pub use crate::shard_set::{ShardSet, shard_of};
 
 use crate::leader::{LEASE_NAME, LeaseConfig};
+use crate::lease::{LeaseClient, holder};
 use crate::runtime::Runtime;
-
-/// Label on every Lease of the shard protocol.
-const GROUP_LABEL: &str = "orkestra.orkspace.io/lease-group";
 
 /// What one round should do, from what the Leases say.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -83,7 +78,7 @@ fn shard_lease(shard: u32) -> String {
 /// Runs the shard protocol for one replica.
 #[derive(Debug, Clone)]
 pub struct ShardManager {
-    api: Api<Lease>,
+    leases: LeaseClient,
     identity: String,
     config: LeaseConfig,
     /// How long a shard's in-flight reconciles may take to finish before it is released anyway.
@@ -99,7 +94,7 @@ impl ShardManager {
         drain: Duration,
     ) -> ShardManager {
         ShardManager {
-            api: Api::namespaced(client, namespace),
+            leases: LeaseClient::new(client, namespace, identity.clone(), config.duration),
             identity,
             config,
             drain,
@@ -136,14 +131,13 @@ impl ShardManager {
         let shards = runtime.shards();
         let total = shards.total();
         let now = Timestamp::now();
-        self.claim(&member_lease(&self.identity), now).await?;
-        let leases = self
-            .api
-            .list(&ListParams::default().labels(&format!("{GROUP_LABEL}={LEASE_NAME}")))
+        self.leases
+            .claim(&member_lease(&self.identity), now)
             .await?;
+        let leases = self.leases.list().await?;
         let mut members = BTreeSet::from([self.identity.clone()]);
         let mut holders = BTreeMap::new();
-        for lease in &leases.items {
+        for lease in &leases {
             let Some((holder, valid)) = holder(lease, now) else {
                 continue;
             };
@@ -174,7 +168,7 @@ impl ShardManager {
             if holder != self.identity {
                 continue;
             }
-            if self.claim(&shard_lease(shard), now).await? {
+            if self.leases.claim(&shard_lease(shard), now).await? {
                 if !shards.held().contains(&shard) {
                     self.gained(runtime, shard);
                 }
@@ -190,7 +184,7 @@ impl ShardManager {
             self.release_shard(runtime, shard).await;
         }
         for shard in plan.acquire {
-            if self.claim(&shard_lease(shard), now).await? {
+            if self.leases.claim(&shard_lease(shard), now).await? {
                 self.gained(runtime, shard);
             }
         }
@@ -212,91 +206,17 @@ impl ShardManager {
         while runtime.in_flight_in_shard(shard) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        self.release(&shard_lease(shard)).await;
+        self.leases.release(&shard_lease(shard)).await;
         tracing::info!(shard, "shard released to rebalance");
     }
 
     /// Gives up every Lease this replica holds (graceful shutdown).
     pub async fn release_all(&self, runtime: &Runtime) {
         for shard in runtime.shards().held() {
-            self.release(&shard_lease(shard)).await;
+            self.leases.release(&shard_lease(shard)).await;
         }
-        self.release(&member_lease(&self.identity)).await;
+        self.leases.release(&member_lease(&self.identity)).await;
     }
-
-    /// Takes or renews the Lease `name`; `Ok(false)` when another replica validly holds it or
-    /// won the race.
-    async fn claim(&self, name: &str, now: Timestamp) -> Result<bool, kube::Error> {
-        let seconds = i32::try_from(self.config.duration.as_secs().max(1)).unwrap_or(i32::MAX);
-        let Some(mut lease) = self.api.get_opt(name).await? else {
-            let mut lease = Lease {
-                metadata: kube::core::ObjectMeta {
-                    name: Some(name.into()),
-                    labels: Some(BTreeMap::from([(GROUP_LABEL.into(), LEASE_NAME.into())])),
-                    ..Default::default()
-                },
-                spec: Some(LeaseSpec::default()),
-            };
-            stamp(&mut lease, &self.identity, seconds, now, true);
-            return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(_) => Ok(true),
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-                Err(e) => Err(e),
-            };
-        };
-        let taking_over = match holder(&lease, now) {
-            Some((h, _)) if h == self.identity => false,
-            Some((_, true)) => return Ok(false),
-            _ => true,
-        };
-        stamp(&mut lease, &self.identity, seconds, now, taking_over);
-        match self.api.replace(name, &PostParams::default(), &lease).await {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn release(&self, name: &str) {
-        let Ok(Some(mut lease)) = self.api.get_opt(name).await else {
-            return;
-        };
-        let Some(spec) = lease.spec.as_mut() else {
-            return;
-        };
-        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
-            return;
-        }
-        spec.holder_identity = None;
-        spec.renew_time = None;
-        if let Err(e) = self.api.replace(name, &PostParams::default(), &lease).await {
-            tracing::warn!(lease = name, error = %e, "lease not released; it expires on its own");
-        }
-    }
-}
-
-/// The holder of a lease and whether its lease is still valid at `now`.
-fn holder(lease: &Lease, now: Timestamp) -> Option<(String, bool)> {
-    let spec = lease.spec.as_ref()?;
-    let holder = spec.holder_identity.clone().filter(|h| !h.is_empty())?;
-    let duration = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
-    let valid = spec.renew_time.as_ref().is_some_and(|r| {
-        r.0 + SignedDuration::try_from(duration).unwrap_or(SignedDuration::ZERO) >= now
-    });
-    Some((holder, valid))
-}
-
-fn stamp(lease: &mut Lease, me: &str, seconds: i32, now: Timestamp, taking_over: bool) {
-    let spec = lease.spec.get_or_insert_with(Default::default);
-    if taking_over {
-        spec.holder_identity = Some(me.to_string());
-        spec.acquire_time = Some(MicroTime(now));
-        spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
-    }
-    spec.renew_time = Some(MicroTime(now));
-    spec.lease_duration_seconds = Some(seconds);
-    let labels = lease.metadata.labels.get_or_insert_with(BTreeMap::new);
-    labels.insert(GROUP_LABEL.into(), LEASE_NAME.into());
 }
 
 #[cfg(test)]

@@ -73,6 +73,32 @@ spec:
     )
 }
 
+/// A Katalog for the test namespace whose service (`url`) manages ConfigMaps, with `workers`
+/// and `extra` YAML inside the managed resource's flow map (e.g. `, adopt: true`).
+pub fn configmap_katalog(ns: &str, url: &str, workers: u32, extra: &str) -> String {
+    format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: test}}
+spec:
+  crds:
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          default: false
+          workers: {workers}
+          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
+          remote:
+            endpoint: "{url}"
+            timeout: 5s
+            managedResources:
+              - {{group: "", version: v1, plural: configmaps{extra}}}
+"#
+    )
+}
+
 pub async fn start(ns: &TestNamespace, svc: &FakeService) -> Result<(Client, Ork)> {
     start_with(ns, &http(&svc.url), "").await
 }
