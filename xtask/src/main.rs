@@ -6,6 +6,7 @@
 //!
 //! Standard library only, so it builds in seconds before anything else.
 
+mod bench;
 mod cluster;
 mod demo;
 
@@ -23,10 +24,10 @@ fn main() -> ExitCode {
         ["cluster", "status"] => cluster::status(),
         ["demo"] => demo::run_demo(),
         ["test", rest @ ..] => test(rest),
-        ["bench", rest @ ..] => bench(rest),
+        ["bench", rest @ ..] => bench::bench(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N]                ork run against a same-run baseline (release build, N WebApps, default 500)"
+                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N] [--json]       baseline, kopf and ork on the same job (release build, N Widgets, default 500)"
             );
             return ExitCode::from(2);
         }
@@ -59,37 +60,6 @@ fn test(extra: &[&str]) -> Result<()> {
         return Err(format!("cargo test failed ({status})").into());
     }
     Ok(())
-}
-
-/// Release build, then `ork-bench`: ork's reconcile rate against the API server's own rate for
-/// the same writes, and what one idle CR costs.
-fn bench(args: &[&str]) -> Result<()> {
-    let started = cluster::up()?;
-    let root = workspace_root();
-    let result = run(Command::new(cargo()).current_dir(&root).args([
-        "build",
-        "--release",
-        "--quiet",
-        "-p",
-        "ork",
-        "-p",
-        "ork-test-support",
-        "--bin",
-        "ork",
-        "--bin",
-        "ork-bench",
-    ]))
-    .and_then(|()| {
-        let target = target_dir();
-        run(Command::new(target.join("release/ork-bench"))
-            .env("KUBECONFIG", cluster::kubeconfig())
-            .arg(target.join("release/ork"))
-            .args(args))
-    });
-    if started {
-        cluster::down()?;
-    }
-    result
 }
 
 /// The schema tests check `ork schema` with an independent validator, Python's `jsonschema`.

@@ -1,0 +1,498 @@
+//! One measured phase per system: the same N Widgets, the same service; counters read before
+//! and after (API server requests, process CPU, service calls), the clock stopped when every
+//! Widget carries the service's status. Then the idle-cost and latency (P5) runs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::core::DynamicObject;
+use serde_json::{Value, json};
+
+use crate::probe::{self, ApiCounts, CpuSnapshot};
+use crate::systems::{self, Proc, Service, widget, widgets};
+use crate::watch::{ChildWatch, ReadyWatch};
+use ork_test_support::TestNamespace;
+
+/// The label on the bench's namespaces.
+const BENCH_LABEL: &str = "ork.dev/bench";
+
+/// Everything the phases share.
+#[allow(missing_debug_implementations)] // kube's Client is not Debug
+pub struct Bench {
+    pub client: Client,
+    pub kubeconfig: PathBuf,
+    pub work: PathBuf,
+    pub ork: PathBuf,
+    pub kopf: Option<PathBuf>,
+    pub service: Service,
+    pub cluster_pids: BTreeMap<String, u32>,
+    pub n: usize,
+    pub workers: usize,
+    /// Kept until the end: deleting thousands of objects would load the API server during the
+    /// next phase.
+    pub namespaces: Vec<TestNamespace>,
+}
+
+/// What one system cost for N Widgets.
+#[derive(Debug, Default)]
+pub struct PhaseResult {
+    pub system: String,
+    pub n: usize,
+    pub converge_s: f64,
+    /// CPU seconds by process: `process` (the system itself), `service`, and the cluster's.
+    pub cpu: BTreeMap<String, f64>,
+    pub peak_rss_mib: Option<f64>,
+    /// Every request the API server served during the phase (reads and writes).
+    pub requests: ApiCounts,
+    pub calls: u64,
+    /// Edit → child updated with nothing else going on.
+    pub edit_idle: Option<Latencies>,
+}
+
+/// Latency samples of edit → child updated.
+#[derive(Debug, Default, Clone)]
+pub struct Latencies {
+    pub samples: Vec<Duration>,
+    pub missed: usize,
+}
+
+impl Latencies {
+    pub fn percentile(&self, p: f64) -> Option<Duration> {
+        let mut s = self.samples.clone();
+        s.sort();
+        let i = ((s.len() as f64 * p).ceil() as usize).clamp(1, s.len().max(1)) - 1;
+        s.get(i).copied()
+    }
+}
+
+/// The P5 run: edits during a full resync of all N Widgets (ork only).
+#[derive(Debug, Default)]
+pub struct ResyncLatency {
+    pub resync_s: u64,
+    pub startup_wave_s: f64,
+    pub wave_s: f64,
+    pub edits: Latencies,
+    /// During the start-up pass of the restarted ork: service calls, API requests.
+    pub startup_calls: u64,
+    pub startup_requests: ApiCounts,
+    /// During the resync pass (K edits included): service calls, API requests, CPU seconds.
+    pub calls: u64,
+    pub requests: ApiCounts,
+    pub cpu: BTreeMap<String, f64>,
+}
+
+/// A few Widgets left alone with a short resync.
+#[derive(Debug, Default)]
+pub struct IdleCost {
+    pub system: String,
+    pub crs: usize,
+    pub resync_s: u64,
+    pub resyncs: f64,
+    pub calls: u64,
+    pub writes: ApiCounts,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum System {
+    Baseline,
+    Kopf,
+    Ork,
+}
+
+impl System {
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Baseline => "baseline",
+            System::Kopf => "kopf",
+            System::Ork => "ork",
+        }
+    }
+}
+
+struct Snapshot {
+    at: Instant,
+    requests: ApiCounts,
+    cpu: CpuSnapshot,
+    calls: u64,
+}
+
+impl Bench {
+    fn limit(&self) -> Duration {
+        Duration::from_secs(120 + self.n as u64 / 5)
+    }
+
+    fn pids(&self, system: Option<&Proc>) -> BTreeMap<String, u32> {
+        let mut pids = self.cluster_pids.clone();
+        pids.insert("service".into(), self.service.proc.pid());
+        if let Some(p) = system {
+            pids.insert("process".into(), p.pid());
+        }
+        pids
+    }
+
+    async fn snapshot(&self, system: Option<&Proc>) -> Result<Snapshot> {
+        Ok(Snapshot {
+            at: Instant::now(),
+            requests: ApiCounts::read(&self.client).await?,
+            cpu: CpuSnapshot::read(&self.pids(system)),
+            calls: self.service.calls().await?,
+        })
+    }
+
+    /// Waits until the API server has served no write for 1.5 s (at most 60 s): the work a
+    /// phase caused, including low-priority writes after convergence, is then all counted.
+    async fn settle(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut last = ApiCounts::read(&self.client).await?.writes().total();
+        let mut quiet = 0;
+        while quiet < 3 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = ApiCounts::read(&self.client).await?.writes().total();
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+        }
+        Ok(())
+    }
+
+    async fn namespace(&mut self) -> Result<String> {
+        let ns = TestNamespace::create(&self.client).await?;
+        let name = ns.name.clone();
+        self.namespaces.push(ns);
+        let label = json!({"metadata": {"labels": {BENCH_LABEL: "true"}}});
+        Api::<Namespace>::all(self.client.clone())
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&label))
+            .await?;
+        Ok(name)
+    }
+
+    /// Waits (at most 10 minutes) until the namespaces of an earlier run are gone: their
+    /// clean-up would load the API server during this run.
+    pub async fn wait_earlier_runs_gone(&self) -> Result<()> {
+        let api = Api::<Namespace>::all(self.client.clone());
+        let lp = ListParams::default().labels(&format!("{BENCH_LABEL}=true"));
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let mut told = false;
+        loop {
+            let left = api.list(&lp).await?.items;
+            if left.is_empty() {
+                return Ok(());
+            }
+            // kopf's finalizers outlive a killed kopf: they would keep the namespace forever.
+            for ns in &left {
+                self.strip_finalizers(&ns.metadata.name.clone().unwrap_or_default())
+                    .await?;
+            }
+            let left = left.len();
+            if !told {
+                eprintln!(
+                    "ork-bench: waiting for {left} namespace(s) of an earlier run to be deleted"
+                );
+                told = true;
+            }
+            if Instant::now() > deadline {
+                bail!("{left} namespace(s) labelled {BENCH_LABEL} still there after 10 minutes");
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+
+    fn start(&self, system: System, ns: &str, resync: &str) -> Result<Proc> {
+        match system {
+            System::Ork => systems::start_ork(
+                &self.ork,
+                &self.work,
+                &self.kubeconfig,
+                ns,
+                &self.service.url(),
+                self.workers,
+                resync,
+            ),
+            System::Kopf => {
+                let kopf = self.kopf.as_ref().context("kopf is not installed")?;
+                let resync_s = (resync != "0")
+                    .then(|| resync.trim_end_matches('s').parse().ok())
+                    .flatten();
+                systems::start_kopf(
+                    kopf,
+                    &self.work,
+                    &self.kubeconfig,
+                    ns,
+                    &self.service.url(),
+                    self.workers,
+                    resync_s,
+                )
+            }
+            System::Baseline => bail!("the baseline is not a long-running process"),
+        }
+    }
+
+    /// Baseline: the plain client as a child process doing all N.
+    pub async fn baseline(&mut self) -> Result<PhaseResult> {
+        let ns = self.namespace().await?;
+        self.settle().await?;
+        let before = self.snapshot(None).await?;
+        let out = tokio::process::Command::new(std::env::current_exe()?)
+            .arg("baseline-client")
+            .arg(&ns)
+            .arg(self.n.to_string())
+            .arg(self.service.addr.to_string())
+            .arg(self.workers.to_string())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stderr(Stdio::inherit())
+            .output()
+            .await?;
+        if !out.status.success() {
+            bail!("baseline client failed ({})", out.status);
+        }
+        let own: Value = serde_json::from_slice(&out.stdout).context("baseline client output")?;
+        self.settle().await?;
+        let after = self.snapshot(None).await?;
+        let mut r = self.result(System::Baseline, &before, &after);
+        r.converge_s = own["elapsed_s"].as_f64().unwrap_or(f64::NAN);
+        r.cpu
+            .insert("process".into(), own["cpu_s"].as_f64().unwrap_or(f64::NAN));
+        r.peak_rss_mib = own["peak_rss_mib"].as_f64();
+        Ok(r)
+    }
+
+    fn result(&self, system: System, before: &Snapshot, after: &Snapshot) -> PhaseResult {
+        PhaseResult {
+            system: system.name().into(),
+            n: self.n,
+            converge_s: (after.at - before.at).as_secs_f64(),
+            cpu: after.cpu.since(&before.cpu).0,
+            peak_rss_mib: None,
+            requests: after.requests.since(&before.requests),
+            calls: after.calls - before.calls,
+            edit_idle: None,
+        }
+    }
+
+    /// An operator (ork or kopf) reconciling N Widgets the bench creates with the baseline's
+    /// concurrency. One warm-up Widget first, so the clock does not count the operator's start.
+    /// Returns the namespace and the running operator for the runs that follow.
+    pub async fn operator(&mut self, system: System) -> Result<(PhaseResult, String, Proc)> {
+        let ns = self.namespace().await?;
+        let api = widgets(&self.client, &ns);
+        let mut ready = ReadyWatch::start(api.clone()).await?;
+        let mut proc = self.start(system, &ns, "10m")?;
+        let warm: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{}/v1", systems::GROUP), "kind": systems::KIND,
+            "metadata": {"name": "warm-up"}, "spec": {"size": 1, "color": "blue"}}))?;
+        api.create(&PostParams::default(), &warm).await?;
+        ready
+            .wait_for(1, Duration::from_secs(120))
+            .await
+            .with_context(|| format!("{} did not reconcile the warm-up Widget", system.name()))?;
+        self.settle().await?;
+        proc.check_running()?;
+        let before = self.snapshot(Some(&proc)).await?;
+        create_all(&api, self.n, self.workers).await?;
+        let converged = ready.wait_for(self.n + 1, self.limit()).await?;
+        self.settle().await?;
+        let after = self.snapshot(Some(&proc)).await?;
+        let mut r = self.result(system, &before, &after);
+        r.converge_s = (converged - before.at).as_secs_f64();
+        r.peak_rss_mib = probe::peak_rss_mib(proc.pid());
+        proc.check_running()?;
+        let children = ChildWatch::start(&self.client, &ns).await?;
+        let k = edits(self.n);
+        let idx: Vec<usize> = (0..k).map(|j| j * self.n / k).collect();
+        r.edit_idle = Some(
+            edit_latencies(
+                &self.client,
+                &ns,
+                &children,
+                &idx,
+                "2",
+                Duration::from_millis(20),
+                self.limit(),
+            )
+            .await?,
+        );
+        self.settle().await?;
+        Ok((r, ns, proc))
+    }
+
+    /// P5: ork restarted with a short resync on the converged namespace; once its start-up pass
+    /// is over, the next resync queues all N Widgets and K edits land during that pass.
+    pub async fn resync_latency(&mut self, ns: &str, converge_s: f64) -> Result<ResyncLatency> {
+        let resync_s = (2.0 * converge_s + 5.0).ceil().max(10.0) as u64;
+        let start = self.snapshot(None).await?;
+        let calls0 = start.calls;
+        let ork = self.start(System::Ork, ns, &format!("{resync_s}s"))?;
+        let total = (self.n + 1) as u64;
+        // The start-up pass: every Widget once.
+        let first = self.wait_calls(calls0 + 1, self.limit()).await?;
+        let last = self.wait_calls(calls0 + total, self.limit()).await?;
+        let startup_wave_s = (last - first).as_secs_f64();
+        // Quiet, then the resync tick.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let started = self.snapshot(None).await?;
+        let calls1 = started.calls;
+        let children = ChildWatch::start(&self.client, ns).await?;
+        let wave_start = self
+            .wait_calls(calls1 + 1, Duration::from_secs(resync_s + 60))
+            .await?;
+        let before = self.snapshot(Some(&ork)).await?;
+        let k = edits(self.n);
+        let idx: Vec<usize> = (0..k)
+            .map(|j| j * self.n / k + 1)
+            .filter(|i| *i < self.n)
+            .collect();
+        let spacing = Duration::from_secs_f64((startup_wave_s / k as f64).max(0.002));
+        let edits = edit_latencies(
+            &self.client,
+            ns,
+            &children,
+            &idx,
+            "3",
+            spacing,
+            self.limit(),
+        )
+        .await?;
+        let wave_end = self.wait_calls(calls1 + total, self.limit()).await?;
+        self.settle().await?;
+        let after = self.snapshot(Some(&ork)).await?;
+        Ok(ResyncLatency {
+            resync_s,
+            startup_wave_s,
+            wave_s: (wave_end - wave_start).as_secs_f64(),
+            edits,
+            startup_calls: calls1 - calls0,
+            startup_requests: started.requests.since(&start.requests),
+            calls: after.calls - calls1,
+            requests: after.requests.since(&before.requests),
+            cpu: after.cpu.since(&before.cpu).0,
+        })
+    }
+
+    async fn wait_calls(&self, at_least: u64, limit: Duration) -> Result<Instant> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.service.calls().await? >= at_least {
+                return Ok(Instant::now());
+            }
+            if Instant::now() > deadline {
+                bail!("timed out waiting for {at_least} service calls");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Removes the finalizers of every Widget in `ns` (kopf's, once kopf is stopped).
+    async fn strip_finalizers(&self, ns: &str) -> Result<()> {
+        let api = widgets(&self.client, ns);
+        let patch = json!({"metadata": {"finalizers": null}});
+        for w in api.list(&ListParams::default()).await?.items {
+            if w.metadata
+                .finalizers
+                .as_ref()
+                .is_some_and(|f| !f.is_empty())
+            {
+                let name = w.metadata.name.clone().unwrap_or_default();
+                let _ = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// A few Widgets left alone for four resync periods of 5 s.
+    pub async fn idle_cost(&mut self, system: System) -> Result<IdleCost> {
+        const CRS: usize = 5;
+        const RESYNC_S: u64 = 5;
+        const PERIODS: u64 = 4;
+        let ns = self.namespace().await?;
+        let api = widgets(&self.client, &ns);
+        let mut ready = ReadyWatch::start(api.clone()).await?;
+        let proc = self.start(system, &ns, &format!("{RESYNC_S}s"))?;
+        create_all(&api, CRS, self.workers).await?;
+        ready.wait_for(CRS, Duration::from_secs(120)).await?;
+        self.settle().await?;
+        let before = self.snapshot(None).await?;
+        tokio::time::sleep(Duration::from_secs(RESYNC_S * PERIODS)).await;
+        let after = self.snapshot(None).await?;
+        drop(proc);
+        self.strip_finalizers(&ns).await?;
+        Ok(IdleCost {
+            system: system.name().into(),
+            crs: CRS,
+            resync_s: RESYNC_S,
+            resyncs: (after.at - before.at).as_secs_f64() / RESYNC_S as f64,
+            calls: after.calls - before.calls,
+            writes: after.requests.since(&before.requests).writes(),
+        })
+    }
+}
+
+/// How many Widgets the latency runs edit: 10% of N, at most 50.
+fn edits(n: usize) -> usize {
+    (n / 10).clamp(1, 50)
+}
+
+/// Creates Widgets `w-0..w-{n-1}` with `workers` concurrent requests.
+///
+/// # Errors
+/// On the first refused create.
+pub async fn create_all(api: &Api<DynamicObject>, n: usize, workers: usize) -> Result<()> {
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let obj: DynamicObject = serde_json::from_value(widget(i))?;
+                api.create(&PostParams::default(), &obj).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(workers)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// Edits `spec.size` of Widgets `w-{i}` to `size`, one every `spacing`, and measures each edit
+/// → its ConfigMap `w-{i}-config` showing the new size.
+async fn edit_latencies(
+    client: &Client,
+    ns: &str,
+    children: &ChildWatch,
+    idx: &[usize],
+    size: &str,
+    spacing: Duration,
+    limit: Duration,
+) -> Result<Latencies> {
+    let api = widgets(client, ns);
+    let mut waits = Vec::new();
+    let mut tick = tokio::time::interval(spacing);
+    for i in idx {
+        tick.tick().await;
+        let name = format!("w-{i}");
+        let rx = children.expect(&format!("{name}-config"), size);
+        let patch = json!({"spec": {"size": size.parse::<i64>()?}});
+        let sent = Instant::now();
+        let api = api.clone();
+        waits.push(tokio::spawn(async move {
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            let seen = tokio::time::timeout(limit, rx).await;
+            anyhow::Ok(seen.ok().and_then(Result::ok).map(|at| at - sent))
+        }));
+    }
+    let mut out = Latencies::default();
+    for w in waits {
+        match w.await?? {
+            Some(d) => out.samples.push(d),
+            None => out.missed += 1,
+        }
+    }
+    Ok(out)
+}

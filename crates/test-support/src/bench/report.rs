@@ -1,0 +1,342 @@
+//! The bench's output: one table (system | time to converge | CRs/s | CPU … | calls per CR), the
+//! ratios, API writes per CR by verb and resource, the idle cost and the P5 latencies; or the
+//! same as JSON.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::phase::{IdleCost, Latencies, PhaseResult, ResyncLatency};
+
+/// Everything one run measured.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub n: usize,
+    pub workers: usize,
+    pub kopf_version: String,
+    pub phases: Vec<PhaseResult>,
+    pub idle: Vec<IdleCost>,
+    pub resync: Option<ResyncLatency>,
+    pub notes: Vec<String>,
+}
+
+fn ms(d: Option<Duration>) -> String {
+    d.map_or("-".into(), |d| format!("{:.0}", d.as_secs_f64() * 1000.0))
+}
+
+fn num(v: Option<f64>, prec: usize) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or("-".into(), |v| format!("{v:.prec$}"))
+}
+
+fn latency_text(l: &Latencies) -> String {
+    let missed = if l.missed > 0 {
+        format!(", {} not seen", l.missed)
+    } else {
+        String::new()
+    };
+    format!(
+        "p50 {} ms, p99 {} ms ({} edits{missed})",
+        ms(l.percentile(0.5)),
+        ms(l.percentile(0.99)),
+        l.samples.len() + l.missed
+    )
+}
+
+impl PhaseResult {
+    fn per_cr(&self, v: f64) -> f64 {
+        v / self.n as f64
+    }
+    /// Writes on the job's resources (the others are counted apart: on a shared cluster they
+    /// are mostly other clients').
+    fn writes_per_cr(&self) -> f64 {
+        self.per_cr(self.requests.split_job().0.writes().total())
+    }
+    fn other_writes_per_cr(&self) -> f64 {
+        self.per_cr(self.requests.split_job().1.writes().total())
+    }
+    fn reads_per_cr(&self) -> f64 {
+        let job = self.requests.split_job().0;
+        self.per_cr(job.total() - job.writes().total())
+    }
+    fn columns(&self) -> [Option<f64>; 9] {
+        [
+            Some(self.converge_s),
+            Some(self.n as f64 / self.converge_s),
+            self.cpu.get("process").copied(),
+            self.cpu.get("service").copied(),
+            self.cpu.get("kube-apiserver").copied(),
+            self.cpu.get("etcd").copied(),
+            self.peak_rss_mib,
+            Some(self.writes_per_cr()),
+            Some(self.per_cr(self.calls as f64)),
+        ]
+    }
+}
+
+const HEADERS: [&str; 9] = [
+    "time to converge s",
+    "CRs/s",
+    "process CPU s",
+    "service CPU s",
+    "apiserver CPU s",
+    "etcd CPU s",
+    "peak RSS MiB",
+    "writes per CR",
+    "calls per CR",
+];
+const PRECISION: [usize; 9] = [2, 1, 2, 2, 2, 2, 1, 2, 2];
+
+impl Report {
+    fn phase(&self, name: &str) -> Option<&PhaseResult> {
+        self.phases.iter().find(|p| p.system == name)
+    }
+
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "ork-bench: N = {} Widgets (2 ConfigMaps + status each, one Python service), {} workers / concurrent writers; kopf {}",
+            self.n, self.workers, self.kopf_version
+        );
+        let mut rows: Vec<Vec<String>> = vec![
+            std::iter::once("system".to_string())
+                .chain(HEADERS.iter().map(|h| h.to_string()))
+                .collect(),
+        ];
+        for p in &self.phases {
+            let mut row = vec![p.system.clone()];
+            row.extend(
+                p.columns()
+                    .iter()
+                    .zip(PRECISION)
+                    .map(|(v, prec)| num(*v, prec)),
+            );
+            rows.push(row);
+        }
+        if let Some(ork) = self.phase("ork") {
+            for other in ["baseline", "kopf"] {
+                let Some(o) = self.phase(other) else { continue };
+                let mut row = vec![format!("ork/{other}")];
+                for (a, b) in ork.columns().iter().zip(o.columns()) {
+                    row.push(num(a.zip(b).map(|(a, b)| a / b), 2));
+                }
+                rows.push(row);
+            }
+        }
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        for (i, r) in rows.iter().enumerate() {
+            let cells: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(c, (s, w))| {
+                    if c == 0 {
+                        format!("{s:<w$}")
+                    } else {
+                        format!("{s:>w$}")
+                    }
+                })
+                .collect();
+            let _ = writeln!(o, "| {} |", cells.join(" | "));
+            if i == 0 {
+                let dashes: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+                let _ = writeln!(o, "|-{}-|", dashes.join("-|-"));
+            }
+        }
+
+        let _ = writeln!(
+            o,
+            "\nAPI writes per CR by verb and resource (apiserver_request_total deltas; incl. the user's create):"
+        );
+        let keys: BTreeSet<(String, String)> = self
+            .phases
+            .iter()
+            .flat_map(|p| p.requests.split_job().0.writes().0.into_keys())
+            .collect();
+        let _ = write!(o, "  {:<34}", "");
+        for p in &self.phases {
+            let _ = write!(o, "{:>10}", p.system);
+        }
+        let _ = writeln!(o);
+        for (verb, resource) in &keys {
+            let _ = write!(o, "  {:<34}", format!("{verb} {resource}"));
+            for p in &self.phases {
+                let v = p
+                    .requests
+                    .0
+                    .get(&(verb.clone(), resource.clone()))
+                    .copied()
+                    .unwrap_or(0.0);
+                let _ = write!(o, "{:>10.2}", p.per_cr(v));
+            }
+            let _ = writeln!(o);
+        }
+        let _ = write!(o, "  {:<34}", "other writes (DELETEs, other res.)");
+        for p in &self.phases {
+            let _ = write!(o, "{:>10.2}", p.other_writes_per_cr());
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(o, "API reads per CR (the job's resources):");
+        let reads: BTreeSet<(String, String)> = self
+            .phases
+            .iter()
+            .flat_map(|p| {
+                let job = p.requests.split_job().0;
+                let writes = job.writes();
+                job.0.into_keys().filter(move |k| !writes.0.contains_key(k))
+            })
+            .collect();
+        for (verb, resource) in &reads {
+            let _ = write!(o, "  {:<34}", format!("{verb} {resource}"));
+            for p in &self.phases {
+                let v = p
+                    .requests
+                    .0
+                    .get(&(verb.clone(), resource.clone()))
+                    .copied()
+                    .unwrap_or(0.0);
+                let _ = write!(o, "{:>10.2}", p.per_cr(v));
+            }
+            let _ = writeln!(o);
+        }
+        if self.phases.iter().any(|p| p.other_writes_per_cr() > 0.02) {
+            let _ = writeln!(
+                o,
+                "  (other writes are not the bench's job: namespace clean-up or another client busy on the cluster; CPU figures are less reliable)"
+            );
+        }
+
+        let _ = writeln!(o, "\nedit → child updated, nothing else going on:");
+        for p in &self.phases {
+            if let Some(l) = &p.edit_idle {
+                let _ = writeln!(o, "  {:<9} {}", p.system, latency_text(l));
+            }
+        }
+        for i in &self.idle {
+            let per = |v: f64| v / (i.crs as f64 * i.resyncs);
+            let (job, other) = i.writes.split_job();
+            let detail: Vec<String> = job
+                .0
+                .iter()
+                .map(|((verb, res), v)| format!("{verb} {res} {:.2}", per(*v)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "idle cost per resync ({}: {} CRs left alone {:.0}s, resync {}s): {:.2} calls and {:.2} writes per CR per resync{}",
+                i.system,
+                i.crs,
+                i.resyncs * i.resync_s as f64,
+                i.resync_s,
+                per(i.calls as f64),
+                per(job.total()),
+                if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", detail.join(", "))
+                } + &if other.total() > 0.0 {
+                    format!("; {:.0} other writes (not the job's)", other.total())
+                } else {
+                    String::new()
+                }
+            );
+        }
+        if let Some(r) = &self.resync {
+            let _ = writeln!(
+                o,
+                "P5 (ork, resync {}s over all {} CRs; start-up pass {:.2}s, resync pass {:.2}s): edit → child updated during the resync: {}",
+                r.resync_s,
+                self.n + 1,
+                r.startup_wave_s,
+                r.wave_s,
+                latency_text(&r.edits)
+            );
+            let (startup, _) = r.startup_requests.split_job();
+            let _ = writeln!(
+                o,
+                "   the start-up pass of the restarted ork: {} calls, {:.0} API writes ({})",
+                r.startup_calls,
+                startup.writes().total(),
+                startup
+                    .writes()
+                    .0
+                    .iter()
+                    .map(|((verb, res), v)| format!("{verb} {res} {v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let (job, _) = r.requests.split_job();
+            let writes: Vec<String> = job
+                .writes()
+                .0
+                .iter()
+                .map(|((verb, res), v)| format!("{verb} {res} {v:.0}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "   that resync pass, edits included: {} calls, {:.0} API writes ({}), {:.0} reads; CPU s: ork {}, service {}, apiserver {}, etcd {}",
+                r.calls,
+                job.writes().total(),
+                writes.join(", "),
+                job.total() - job.writes().total(),
+                num(r.cpu.get("process").copied(), 2),
+                num(r.cpu.get("service").copied(), 2),
+                num(r.cpu.get("kube-apiserver").copied(), 2),
+                num(r.cpu.get("etcd").copied(), 2),
+            );
+        }
+        for n in &self.notes {
+            let _ = writeln!(o, "note: {n}");
+        }
+        o
+    }
+
+    pub fn json(&self) -> Value {
+        let lat = |l: &Latencies| {
+            json!({
+                "p50_ms": l.percentile(0.5).map(|d| d.as_secs_f64() * 1000.0),
+                "p99_ms": l.percentile(0.99).map(|d| d.as_secs_f64() * 1000.0),
+                "samples_ms": l.samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect::<Vec<_>>(),
+                "missed": l.missed,
+            })
+        };
+        let counts = |c: &crate::probe::ApiCounts| {
+            c.0.iter()
+                .map(|((verb, res), v)| (format!("{verb} {res}"), json!(v)))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        json!({
+            "n": self.n,
+            "workers": self.workers,
+            "kopf_version": self.kopf_version,
+            "systems": self.phases.iter().map(|p| json!({
+                "system": p.system,
+                "converge_s": p.converge_s,
+                "crs_per_s": p.n as f64 / p.converge_s,
+                "cpu_s": p.cpu,
+                "peak_rss_mib": p.peak_rss_mib,
+                "writes_per_cr": p.writes_per_cr(),
+                "other_writes_per_cr": p.other_writes_per_cr(),
+                "reads_per_cr": p.reads_per_cr(),
+                "calls_per_cr": p.per_cr(p.calls as f64),
+                "requests": counts(&p.requests),
+                "edit_idle": p.edit_idle.as_ref().map(lat),
+            })).collect::<Vec<_>>(),
+            "idle": self.idle.iter().map(|i| json!({
+                "system": i.system, "crs": i.crs, "resync_s": i.resync_s, "resyncs": i.resyncs,
+                "calls": i.calls, "writes": counts(&i.writes),
+            })).collect::<Vec<_>>(),
+            "p5": self.resync.as_ref().map(|r| json!({
+                "resync_s": r.resync_s, "startup_pass_s": r.startup_wave_s, "resync_pass_s": r.wave_s,
+                "edits": lat(&r.edits),
+                "calls": r.calls, "requests": counts(&r.requests), "cpu_s": r.cpu,
+                "startup_calls": r.startup_calls, "startup_requests": counts(&r.startup_requests),
+            })),
+            "notes": self.notes,
+        })
+    }
+}

@@ -1,0 +1,50 @@
+//! `cargo xtask bench [N] [--json] [--systems baseline,kopf,ork] [--no-idle] [--no-p5]`: release
+//! build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the baseline, the kopf peer
+//! and ork doing the same job on the local cluster, measured in one run.
+//!
+//! With `KUBECONFIG` set, that cluster is used as it is (one cluster per machine: reuse a running
+//! one rather than starting another); otherwise the local cluster is started if needed and
+//! stopped afterwards when this run started it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::{Result, cargo, cluster, run, target_dir, workspace_root};
+
+pub fn bench(args: &[&str]) -> Result<()> {
+    let given = std::env::var_os("KUBECONFIG")
+        .map(PathBuf::from)
+        .filter(|p| p.exists());
+    let (kubeconfig, started) = match given {
+        Some(path) => {
+            eprintln!("bench: using the cluster of KUBECONFIG={}", path.display());
+            (path, false)
+        }
+        None => (cluster::kubeconfig(), cluster::up()?),
+    };
+    let result = run(Command::new(cargo()).current_dir(workspace_root()).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "ork",
+        "-p",
+        "ork-test-support",
+        "--bin",
+        "ork",
+        "--bin",
+        "ork-bench",
+    ]))
+    .and_then(|()| {
+        let target = target_dir();
+        run(Command::new(target.join("release/ork-bench"))
+            .current_dir(workspace_root())
+            .env("KUBECONFIG", &kubeconfig)
+            .arg(target.join("release/ork"))
+            .args(args))
+    });
+    if started {
+        cluster::down()?;
+    }
+    result
+}
