@@ -9,6 +9,7 @@
 mod bench;
 mod cluster;
 mod demo;
+mod fuzz;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -25,9 +26,10 @@ fn main() -> ExitCode {
         ["demo"] => demo::run_demo(),
         ["test", rest @ ..] => test(rest),
         ["bench", rest @ ..] => bench::bench(rest),
+        ["fuzz", rest @ ..] => fuzz::fuzz(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N] [--json]       baseline, kopf and ork on the same job (release build, N Widgets, default 500)"
+                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N] [--json]       baseline, kopf and ork on the same job (release build, N Widgets, default 500)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)"
             );
             return ExitCode::from(2);
         }

@@ -1,0 +1,31 @@
+//! The targets, one per input family. Each generates structured input with hostile values and
+//! checks its properties on top of the runner's (no panic, bounded time and memory).
+
+mod answer;
+mod cr;
+mod duration;
+mod katalog;
+mod template;
+mod text;
+mod url;
+
+use crate::runner::Target;
+
+/// Every target, in the order a run goes through them.
+pub static ALL: &[&dyn Target] = &[
+    &katalog::Generated,
+    &katalog::Mutated,
+    &template::Templates,
+    &duration::Durations,
+    &url::Urls,
+    &answer::Answers,
+    &text::Text,
+];
+
+/// The target called `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Target> {
+    ALL.iter().copied().find(|t| t.name() == name)
+}
+
+pub use cr::cr;
+pub use duration::go_parse_duration;
