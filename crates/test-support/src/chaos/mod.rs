@@ -1,0 +1,1271 @@
+//! The reliability suite (`cargo xtask chaos`, and a short profile in `cargo xtask test`): real
+//! `ork run` processes against the local cluster and a fault-injecting reconcile service on
+//! loopback, four scenarios, each ending with the same invariant check ([`check`]).
+//!
+//! - R1 service faults: a share of calls fail in eight ways, then the service recovers.
+//! - R2 API server restart: kube-apiserver stopped mid-run while CRs keep being edited, started
+//!   again (only on a cluster of the run's own: [`procs::ApiServer`]).
+//! - R3 ork SIGKILL × k while CRs with cross-namespace children and `finalize: true` are created,
+//!   edited and deleted.
+//! - R4 two `--leader-elect` replicas, the leader SIGKILLed mid-run.
+//!
+//! Included by path from `src/bin/ork-chaos.rs` and `crates/cli/tests/reliability.rs`: it names
+//! the library as `ork_test_support`, never `crate`.
+
+pub mod check;
+pub mod procs;
+pub mod service;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use futures::{StreamExt, stream};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::{Client, ResourceExt};
+use ork_test_support::{TestNamespace, apply_yaml, client, resolve};
+use serde_json::json;
+
+use check::{Findings, Model, Scope};
+use procs::{ApiServer, Ork, Sampler, Usage};
+use service::{ChaosService, Rng};
+
+pub const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: chaosapps.chaos.ork.dev}
+spec:
+  group: chaos.ork.dev
+  scope: Namespaced
+  names: {plural: chaosapps, singular: chaosapp, kind: ChaosApp}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+/// ork's per-call timeout in every scenario's Katalog.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How a run is sized.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The `ork` binary.
+    pub ork: PathBuf,
+    /// CRs per scenario.
+    pub crs: usize,
+    /// R3: how many times ork is SIGKILLed.
+    pub kills: usize,
+    /// R3: the pause before each kill is uniform in this range (ms).
+    pub kill_gap_ms: (u64, u64),
+    /// Logs and samples go here.
+    pub out: PathBuf,
+    /// R2 needs a cluster of the run's own.
+    pub apiserver: Option<ApiServer>,
+    /// R1: the faults last at least this long.
+    pub fault_secs: u64,
+    /// R2: how long the API server stays down.
+    pub outage_secs: u64,
+    /// After convergence: calls, CPU and RSS are watched this long with nothing happening.
+    pub idle_secs: u64,
+    pub converge_limit: Duration,
+    /// R4: `--lease-duration`.
+    pub lease: Duration,
+    pub seed: u64,
+    /// RSS growth after the load counts as a failed invariant (else it is only reported).
+    pub assert_memory: bool,
+    /// Creates and edits in flight at once.
+    pub concurrency: usize,
+}
+
+impl Config {
+    /// The full profile of `cargo xtask chaos`.
+    pub fn full(ork: PathBuf, crs: usize, out: PathBuf, apiserver: Option<ApiServer>) -> Config {
+        Config {
+            ork,
+            crs,
+            kills: 20,
+            kill_gap_ms: (300, 2500),
+            out,
+            apiserver,
+            fault_secs: 20,
+            outage_secs: 10,
+            idle_secs: 15,
+            converge_limit: Duration::from_secs(600),
+            lease: Duration::from_secs(4),
+            seed: 0x0c4a_05c4_a05c_a05c,
+            assert_memory: true,
+            concurrency: 16,
+        }
+    }
+
+    /// The short profile run inside `cargo xtask test`.
+    pub fn short(ork: PathBuf, out: PathBuf) -> Config {
+        Config {
+            ork,
+            crs: 30,
+            kills: 5,
+            kill_gap_ms: (200, 1200),
+            out,
+            apiserver: None,
+            fault_secs: 4,
+            outage_secs: 4,
+            idle_secs: 3,
+            converge_limit: Duration::from_secs(90),
+            lease: Duration::from_secs(4),
+            seed: 0x5eed,
+            assert_memory: false,
+            concurrency: 8,
+        }
+    }
+}
+
+/// What one scenario did and found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub name: String,
+    pub title: String,
+    pub load: String,
+    /// Calls per outcome during the fault period (R1) or the whole run.
+    pub faults: BTreeMap<String, u64>,
+    /// (what, seconds), reported, never asserted.
+    pub timings: Vec<(String, f64)>,
+    pub findings: Findings,
+    pub usage: Usage,
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        self.findings.total() == 0
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.passed() { "PASS" } else { "FAIL" };
+        writeln!(f, "== {} {}: {verdict}", self.name, self.title)?;
+        writeln!(f, "   load:     {}", self.load)?;
+        if !self.faults.is_empty() {
+            let list: Vec<String> = self
+                .faults
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            writeln!(f, "   calls:    {}", list.join(", "))?;
+        }
+        for (what, s) in &self.timings {
+            writeln!(f, "   time:     {what}: {s:.1} s")?;
+        }
+        let counts: Vec<String> = self
+            .findings
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        writeln!(f, "   invariants: {}", counts.join(" "))?;
+        for (k, ex) in &self.findings.examples {
+            for e in ex {
+                writeln!(f, "     ! {k}: {e}")?;
+            }
+        }
+        let u = &self.usage;
+        writeln!(
+            f,
+            "   ork:      RSS peak {:.1} MiB, at convergence {:.1} MiB, after the idle window {:.1} MiB ({:+.1}); CPU {:.1} s over {:.1} s of load ({:.0} %), {:.1} % when idle",
+            u.peak_rss_mib,
+            u.rss_at_converge_mib,
+            u.rss_at_end_mib,
+            u.growth_after_load_mib(),
+            u.cpu_s_load,
+            u.load_s,
+            if u.load_s > 0.0 {
+                100.0 * u.cpu_s_load / u.load_s
+            } else {
+                0.0
+            },
+            u.cpu_pct_idle
+        )?;
+        let line: Vec<String> = u
+            .timeline
+            .iter()
+            .map(|(t, m)| format!("{t:.0}s:{m:.0}"))
+            .collect();
+        writeln!(f, "   RSS MiB over time: {}", line.join(" "))?;
+        for n in &self.notes {
+            writeln!(f, "   note:     {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the named scenarios in order ("r1".."r4"); R2 is skipped without an [`ApiServer`].
+///
+/// # Errors
+/// When the cluster cannot be reached or a scenario cannot be set up (invariant failures are
+/// in the reports, not errors).
+pub async fn run(cfg: &Config, which: &[&str]) -> Result<Vec<Report>> {
+    std::fs::create_dir_all(&cfg.out)?;
+    let mut reports = Vec::new();
+    for w in which {
+        let report = match *w {
+            "r1" => r1(cfg).await?,
+            "r2" => r2(cfg).await?,
+            "r3" => r3(cfg).await?,
+            "r4" => r4(cfg).await?,
+            other => bail!("no scenario {other:?} (r1, r2, r3, r4)"),
+        };
+        println!("{report}");
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+fn katalog(ns: &str, url: &str, cross: Option<&str>, finalize: bool) -> String {
+    let namespaces = cross
+        .map(|x| format!(", namespaces: [{x}]"))
+        .unwrap_or_default();
+    let finalize = if finalize {
+        "            finalize: true\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: chaos}}
+spec:
+  crds:
+    chaos:
+      apiTypes: {{group: chaos.ork.dev, version: v1, kind: ChaosApp, plural: chaosapps}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          default: false
+          workers: 8
+          resync: 10m
+          queue: {{retryBackoff: {{initial: 200ms, max: 4s}}}}
+          remote:
+            endpoint: "{url}"
+            timeout: {}s
+{finalize}            managedResources:
+              - {{group: "", version: v1, plural: configmaps{namespaces}}}
+"#,
+        CALL_TIMEOUT.as_secs()
+    )
+}
+
+/// Retries `op` on any error (the API server may be down) until `limit`.
+async fn retry<T, F, Fut>(limit: Duration, mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = kube::Result<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if Instant::now() > deadline => return Err(e.into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+const OP_LIMIT: Duration = Duration::from_secs(180);
+
+/// Creates or edits a CR to revision `rev` (server-side apply: safe to repeat).
+async fn put(crs: &Api<DynamicObject>, name: &str, rev: u64) -> Result<()> {
+    let obj = json!({
+        "apiVersion": "chaos.ork.dev/v1", "kind": "ChaosApp",
+        "metadata": {"name": name},
+        "spec": {"rev": rev, "payload": Model::payload(name, rev)},
+    });
+    let pp = PatchParams::apply("ork-chaos").force();
+    let patch = Patch::Apply(&obj);
+    retry(OP_LIMIT, || crs.patch(name, &pp, &patch)).await?;
+    Ok(())
+}
+
+/// Deletes a CR; true when it was held (still there, with a deletion timestamp: a finalizer).
+async fn delete(crs: &Api<DynamicObject>, name: &str) -> Result<bool> {
+    let deadline = Instant::now() + OP_LIMIT;
+    loop {
+        match crs.delete(name, &DeleteParams::default()).await {
+            Ok(either) => {
+                return Ok(either
+                    .left()
+                    .is_some_and(|o| o.metadata.deletion_timestamp.is_some()));
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),
+            Err(e) if Instant::now() > deadline => return Err(e.into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+type Shared = Arc<Mutex<Model>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Creates `names` at revision 0, `conc` at a time, recording them in the model.
+async fn create_all(
+    crs: &Api<DynamicObject>,
+    model: &Shared,
+    names: &[String],
+    conc: usize,
+) -> Result<()> {
+    let results: Vec<Result<()>> = stream::iter(names.iter().cloned())
+        .map(|name| async move {
+            put(crs, &name, 0).await?;
+            lock(model).live.insert(name, 0);
+            Ok(())
+        })
+        .buffer_unordered(conc)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Moves each of `names` one revision up.
+async fn edit_all(
+    crs: &Api<DynamicObject>,
+    model: &Shared,
+    names: &[String],
+    conc: usize,
+) -> Result<usize> {
+    let results: Vec<Result<()>> = stream::iter(names.iter().cloned())
+        .map(|name| async move {
+            let rev = lock(model).live.get(&name).map(|r| r + 1);
+            let Some(rev) = rev else { return Ok(()) };
+            put(crs, &name, rev).await?;
+            lock(model).live.insert(name, rev);
+            Ok(())
+        })
+        .buffer_unordered(conc)
+        .collect()
+        .await;
+    let n = results.len();
+    results.into_iter().collect::<Result<()>>()?;
+    Ok(n)
+}
+
+fn names(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("{prefix}{i:05}")).collect()
+}
+
+/// What every scenario shares: the client, the CR API, the sampler, ork's logs.
+struct Stage {
+    client: Client,
+    crs: Api<DynamicObject>,
+    ns: TestNamespace,
+    home: TestNamespace,
+    sampler: Sampler,
+    t0: f64,
+    logs: Arc<Mutex<Vec<PathBuf>>>,
+    dir: PathBuf,
+}
+
+impl Stage {
+    async fn new(cfg: &Config, name: &str) -> Result<Stage> {
+        let client = client().await?;
+        apply_yaml(&client, CRD, "default").await?;
+        let ns = TestNamespace::create(&client).await?;
+        // ork's own namespace (the Lease in R4); children never go there.
+        let home = TestNamespace::create(&client).await?;
+        let (ar, _) = resolve(
+            &client,
+            &GroupVersionKind::gvk("chaos.ork.dev", "v1", "ChaosApp"),
+        )
+        .await?;
+        let crs = Api::namespaced_with(client.clone(), &ns.name, &ar);
+        let sampler = Sampler::start();
+        let dir = cfg.out.join(name);
+        std::fs::create_dir_all(&dir)?;
+        Ok(Stage {
+            client,
+            crs,
+            ns,
+            home,
+            t0: sampler.now(),
+            sampler,
+            logs: Arc::default(),
+            dir,
+        })
+    }
+
+    fn katalog(&self, file: &str, text: &str) -> Result<PathBuf> {
+        let path = self.dir.join(file);
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
+    fn spawn(&self, cfg: &Config, katalog: &Path, label: &str, args: &[&str]) -> Result<Ork> {
+        let n = lock(&self.logs).len();
+        let log = self.dir.join(format!("ork-{label}-{n}.log"));
+        let ork = Ork::spawn(&cfg.ork, katalog, &log, label, args, &self.home.name)?;
+        self.sampler.watch(ork.pid, label);
+        lock(&self.logs).push(log);
+        Ok(ork)
+    }
+
+    /// Polls the invariant check until nothing is left to do and ork has not called the
+    /// service for 2 s (a restarted ork's first pass is part of converging), or the limit
+    /// passes. Returns when it converged (the later of the passing check and the last call) and
+    /// the last findings.
+    async fn converge(
+        &self,
+        cfg: &Config,
+        svc: &ChaosService,
+        scope: &Scope,
+        model: &Model,
+    ) -> (Option<Instant>, Findings) {
+        let started = Instant::now();
+        let mut last = Findings::new();
+        let mut passing_since: Option<Instant> = None;
+        loop {
+            match check::check(&self.client, &self.crs, scope, model).await {
+                Ok(f) if f.converged() => {
+                    let since = *passing_since.get_or_insert_with(Instant::now);
+                    let last_call = svc.last_call_at().unwrap_or(started);
+                    if last_call.elapsed() >= Duration::from_secs(2) {
+                        return (Some(since.max(last_call)), f);
+                    }
+                    last = f;
+                }
+                Ok(f) => {
+                    passing_since = None;
+                    last = f;
+                }
+                Err(_) => passing_since = None,
+            }
+            if started.elapsed() > cfg.converge_limit {
+                return (None, last);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Convergence, the idle window, the final check, panics, CPU/RSS: the common end of every
+    /// scenario. `since_converge` gets the convergence time.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish(
+        &self,
+        cfg: &Config,
+        svc: &ChaosService,
+        scope: &Scope,
+        model: &Model,
+        report: &mut Report,
+        clock: Instant,
+        clock_name: &str,
+    ) -> Result<Option<Instant>> {
+        let (took, mut findings) = self.converge(cfg, svc, scope, model).await;
+        let t_conv = self.sampler.now();
+        match took {
+            Some(at) => report.timings.push((
+                format!("converged after {clock_name}"),
+                at.saturating_duration_since(clock).as_secs_f64(),
+            )),
+            None => report.notes.push(format!(
+                "did not converge within {:?}; the counts are those of the last check",
+                cfg.converge_limit
+            )),
+        }
+        if took.is_some() {
+            // Idle: nothing changes, so ork must neither call the service nor grow.
+            let calls = svc.call_count();
+            tokio::time::sleep(Duration::from_secs(cfg.idle_secs)).await;
+            let idle_calls = svc.calls().into_iter().skip(calls).collect::<Vec<_>>();
+            findings = check::check(&self.client, &self.crs, scope, model).await?;
+            findings.set(
+                "calls_while_idle",
+                idle_calls.len() as u64,
+                idle_calls
+                    .iter()
+                    .map(|c| format!("{} {} ({})", c.key, c.outcome, c.replica))
+                    .collect(),
+            );
+        }
+        let panics = procs::panics(&lock(&self.logs));
+        findings.set("panics", panics.len() as u64, panics);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let end = self.sampler.now();
+        report.usage = procs::usage(
+            &self.sampler.samples(),
+            self.sampler.ticks_per_s,
+            self.t0,
+            t_conv,
+            end,
+        );
+        let growth = report.usage.growth_after_load_mib();
+        let limit = (0.2 * report.usage.rss_at_converge_mib).max(16.0);
+        let over = took.is_some() && growth > limit;
+        report.notes.push(format!(
+            "RSS {growth:+.1} MiB over the {} s idle window after convergence (limit {limit:.0} MiB{})",
+            cfg.idle_secs,
+            if cfg.assert_memory { "" } else { ", reported only" }
+        ));
+        if cfg.assert_memory {
+            findings.set(
+                "rss_growth_after_load",
+                u64::from(over),
+                if over {
+                    vec![format!("{growth:+.1} MiB while idle")]
+                } else {
+                    Vec::new()
+                },
+            );
+        }
+        report.findings = findings;
+        self.write_samples(&report.name)?;
+        let mut csv = String::from("t_s,key,replica,finalizing,outcome\n");
+        let zero = clock;
+        for c in svc.calls() {
+            let t = if c.at >= zero {
+                c.at.duration_since(zero).as_secs_f64()
+            } else {
+                -zero.duration_since(c.at).as_secs_f64()
+            };
+            csv.push_str(&format!(
+                "{t:.3},{},{},{},{}\n",
+                c.key, c.replica, c.finalizing, c.outcome
+            ));
+        }
+        std::fs::write(self.dir.join(format!("{}-calls.csv", report.name)), csv)?;
+        Ok(took)
+    }
+
+    /// Deletes every CR (ork still running) and waits until they are gone: with `finalize: true`
+    /// each goes through ork's finalizer. Leftovers count as stuck finalizers.
+    async fn teardown(&self, cfg: &Config, scope: &Scope, report: &mut Report) -> Result<()> {
+        let started = Instant::now();
+        let (dp, lp) = (DeleteParams::default(), ListParams::default());
+        let _ = retry(Duration::from_secs(30), || {
+            self.crs.delete_collection(&dp, &lp)
+        })
+        .await;
+        let mut left = Vec::new();
+        while started.elapsed() < cfg.converge_limit {
+            left = self
+                .crs
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            if left.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        report.timings.push((
+            "every CR deleted (teardown)".into(),
+            started.elapsed().as_secs_f64(),
+        ));
+        for cr in &left {
+            report.findings.add("stuck_finalizers", || {
+                format!(
+                    "teardown: CR {} still there (finalizers {:?})",
+                    cr.name_any(),
+                    cr.finalizers()
+                )
+            });
+        }
+        if let Some(x) = &scope.cross_ns {
+            let lp = ListParams::default().labels(check::MANAGED);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut stray = Vec::new();
+            while Instant::now() < deadline {
+                stray = Api::<ConfigMap>::namespaced(self.client.clone(), x)
+                    .list(&lp)
+                    .await
+                    .map(|l| l.items)
+                    .unwrap_or_default();
+                if stray.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            for cm in &stray {
+                report.findings.add("orphans", || {
+                    format!("teardown: ConfigMap {x}/{} left behind", cm.name_any())
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn write_samples(&self, name: &str) -> Result<()> {
+        let mut csv = String::from("t_s,label,pid,rss_kib,cpu_ticks\n");
+        for s in self.sampler.samples() {
+            csv.push_str(&format!(
+                "{:.2},{},{},{},{}\n",
+                s.t - self.t0,
+                s.label,
+                s.pid,
+                s.rss_kib,
+                s.cpu_ticks
+            ));
+        }
+        std::fs::write(self.dir.join(format!("{name}-samples.csv")), csv)?;
+        Ok(())
+    }
+}
+
+fn scope(stage: &Stage, cross: Option<&TestNamespace>, writer: &str) -> Scope {
+    Scope {
+        ns: stage.ns.name.clone(),
+        cross_ns: cross.map(|c| c.name.clone()),
+        writer: writer.to_string(),
+    }
+}
+
+fn snapshot(model: &Shared) -> Model {
+    lock(model).clone()
+}
+
+/// R1: 30 % of calls fail in eight ways while N CRs are created and edited; then the service
+/// recovers and everything must converge with nothing from a rejected answer anywhere.
+pub async fn r1(cfg: &Config) -> Result<Report> {
+    let stage = Stage::new(cfg, "r1").await?;
+    let svc = ChaosService::start(CALL_TIMEOUT, cfg.seed).await?;
+    svc.set_fault_rate(30);
+    let k = stage.katalog(
+        "katalog.yaml",
+        &katalog(&stage.ns.name, &svc.url, None, false),
+    )?;
+    let _ork = stage.spawn(cfg, &k, "ork", &[])?;
+    let model: Shared = Arc::default();
+    let started = Instant::now();
+    let all = names("c-", 0..cfg.crs);
+    create_all(&stage.crs, &model, &all, cfg.concurrency).await?;
+    // Edit rounds (all CRs, then every third, alternately) for as long as the faults last.
+    let thirds: Vec<String> = all.iter().step_by(3).cloned().collect();
+    let min = Duration::from_secs(cfg.fault_secs);
+    let (mut edits, mut rounds) = (0, 0);
+    while rounds == 0 || started.elapsed() < min {
+        let batch = if rounds % 2 == 0 { &all } else { &thirds };
+        edits += edit_all(&stage.crs, &model, batch, cfg.concurrency).await?;
+        rounds += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let load_s = started.elapsed().as_secs_f64();
+    let faults = svc.outcomes_since(0);
+    let fault_calls: u64 = faults.values().sum();
+    let failed: u64 = faults
+        .iter()
+        .filter(|(k, _)| service::FAULTS.contains(&k.as_str()))
+        .map(|(_, v)| v)
+        .sum();
+    svc.set_fault_rate(0);
+    let recovered = Instant::now();
+    let calls_at_recovery = svc.call_count();
+    let mut report = Report {
+        name: "R1".into(),
+        title: "service faults".into(),
+        load: format!(
+            "{} CRs created and {edits} spec edits in {rounds} rounds ({load_s:.1} s), faults on throughout ({:.1} s: {fault_calls} calls, {failed} failed = {:.0} %), then none",
+            cfg.crs,
+            started.elapsed().as_secs_f64(),
+            100.0 * failed as f64 / fault_calls.max(1) as f64
+        ),
+        faults,
+        ..Report::default()
+    };
+    let scope = scope(&stage, None, "ork");
+    stage
+        .finish(
+            cfg,
+            &svc,
+            &scope,
+            &snapshot(&model),
+            &mut report,
+            recovered,
+            "the service recovered",
+        )
+        .await?;
+    report.notes.push(format!(
+        "{} calls after recovery until the end of the idle window",
+        svc.call_count() - calls_at_recovery
+    ));
+    stage.teardown(cfg, &scope, &mut report).await?;
+    Ok(report)
+}
+
+/// R2: kube-apiserver stopped mid-run while CRs keep being edited, then started again.
+pub async fn r2(cfg: &Config) -> Result<Report> {
+    let Some(apiserver) = cfg.apiserver.clone() else {
+        bail!(
+            "R2 stops the API server: it runs only on a cluster of its own (`cargo xtask chaos`)"
+        );
+    };
+    let stage = Stage::new(cfg, "r2").await?;
+    let svc = ChaosService::start(CALL_TIMEOUT, cfg.seed ^ 2).await?;
+    let k = stage.katalog(
+        "katalog.yaml",
+        &katalog(&stage.ns.name, &svc.url, None, false),
+    )?;
+    let _ork = stage.spawn(cfg, &k, "ork", &[])?;
+    let model: Shared = Arc::default();
+    let half = cfg.crs / 2;
+    let first = names("c-", 0..half);
+    let second = names("c-", half..cfg.crs);
+    let started = Instant::now();
+    create_all(&stage.crs, &model, &first, cfg.concurrency).await?;
+    // Four editors that never stop trying, each over its share of the first half, round robin;
+    // every edit's start and end is kept.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spans: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
+    let editors: Vec<_> = (0..4usize)
+        .map(|e| {
+            let (crs, model, stop, spans) = (
+                stage.crs.clone(),
+                model.clone(),
+                stop.clone(),
+                spans.clone(),
+            );
+            let mine: Vec<String> = first.iter().skip(e).step_by(4).cloned().collect();
+            tokio::spawn(async move {
+                let mut i = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) && !mine.is_empty() {
+                    let name = &mine[i % mine.len()];
+                    let rev = lock(&model).live.get(name).map_or(1, |r| r + 1);
+                    let began = Instant::now();
+                    if put(&crs, name, rev).await.is_ok() {
+                        lock(&model).live.insert(name.clone(), rev);
+                        lock(&spans).push((began, Instant::now()));
+                    }
+                    i += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let down_at = Instant::now();
+    let (argv, sigkilled) = {
+        let a = apiserver.clone();
+        tokio::task::spawn_blocking(move || a.stop()).await??
+    };
+    let stopped_s = down_at.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(cfg.outage_secs)).await;
+    apiserver.start(&argv)?;
+    let restarted = Instant::now();
+    retry(Duration::from_secs(120), || {
+        stage.client.apiserver_version()
+    })
+    .await?;
+    let serving_s = restarted.elapsed().as_secs_f64();
+    let outage_s = down_at.elapsed().as_secs_f64();
+    // The first CR created once the API server serves again: how soon does ork see it?
+    let probe_created = Instant::now();
+    if let Some(first) = second.first() {
+        put(&stage.crs, first, 0).await?;
+        lock(&model).live.insert(first.clone(), 0);
+    }
+    create_all(&stage.crs, &model, &second, cfg.concurrency).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for e in editors {
+        e.await?;
+    }
+    let spans = lock(&spans).clone();
+    let through = spans
+        .iter()
+        .filter(|(b, e)| *b < restarted && *e > down_at)
+        .count();
+    let after = spans.iter().filter(|(b, _)| *b >= restarted).count();
+    let load_done = Instant::now();
+    let mut report = Report {
+        name: "R2".into(),
+        title: "API server restart".into(),
+        load: format!(
+            "{half} CRs created; kube-apiserver stopped ({} after {stopped_s:.1} s) and started again, {outage_s:.1} s without an API server; {} more CRs created after; {} spec edits by 4 editors that never stopped ({} before the stop, {through} issued before the restart and retried through the outage, {after} after the restart); load {:.1} s",
+            if sigkilled {
+                "SIGTERM, then SIGKILL"
+            } else {
+                "SIGTERM"
+            },
+            cfg.crs - half,
+            spans.len(),
+            spans.len() - through - after,
+            started.elapsed().as_secs_f64()
+        ),
+        faults: svc.outcomes_since(0),
+        timings: vec![("API server serving again after its start".into(), serving_s)],
+        ..Report::default()
+    };
+    let scope = scope(&stage, None, "ork");
+    let converged = stage
+        .finish(
+            cfg,
+            &svc,
+            &scope,
+            &snapshot(&model),
+            &mut report,
+            restarted,
+            "the API server's restart",
+        )
+        .await?;
+    report.faults = svc.outcomes_since(0);
+    if let Some(at) = converged {
+        report.timings.push((
+            "converged after the last edit".into(),
+            at.saturating_duration_since(load_done).as_secs_f64(),
+        ));
+    }
+    if let Some(first) = second.first() {
+        let key = format!("{}/{first}", stage.ns.name);
+        if let Some(call) = svc.calls().iter().find(|c| c.key == key) {
+            report.timings.push((
+                "a CR created as soon as the API server served again reached the service after"
+                    .into(),
+                call.at
+                    .saturating_duration_since(probe_created)
+                    .as_secs_f64(),
+            ));
+        }
+    }
+    stage.teardown(cfg, &scope, &mut report).await?;
+    Ok(report)
+}
+
+/// R3: ork SIGKILLed `kills` times at random points while CRs with a cross-namespace child and
+/// `finalize: true` are created, edited and deleted.
+pub async fn r3(cfg: &Config) -> Result<Report> {
+    let stage = Stage::new(cfg, "r3").await?;
+    let cross = TestNamespace::create(&stage.client).await?;
+    let svc = ChaosService::start(CALL_TIMEOUT, cfg.seed ^ 3).await?;
+    svc.set_cross_namespace(Some(cross.name.clone()));
+    let k = stage.katalog(
+        "katalog.yaml",
+        &katalog(&stage.ns.name, &svc.url, Some(&cross.name), true),
+    )?;
+    let ork = Arc::new(Mutex::new(stage.spawn(cfg, &k, "ork", &[])?));
+    let model: Shared = Arc::default();
+    let killer_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = Instant::now();
+    // The killer: SIGKILL at a random moment, start again at once, `kills` times.
+    let killer = {
+        let (ork, done, stage_logs, sampler, dir) = (
+            ork.clone(),
+            killer_done.clone(),
+            stage.logs.clone(),
+            stage.sampler.clone(),
+            stage.dir.clone(),
+        );
+        let (bin, home, k, kills, gap, seed) = (
+            cfg.ork.clone(),
+            stage.home.name.clone(),
+            k.clone(),
+            cfg.kills,
+            cfg.kill_gap_ms,
+            cfg.seed,
+        );
+        tokio::spawn(async move {
+            let mut rng = Rng(seed ^ 0x4b11);
+            let mut when = Vec::new();
+            for i in 0..kills {
+                tokio::time::sleep(rng.millis(gap.0, gap.1)).await;
+                let mut guard = lock(&ork);
+                guard.kill();
+                sampler.unwatch(guard.pid);
+                when.push(started.elapsed().as_secs_f64());
+                let log = dir.join(format!("ork-ork-{}.log", i + 1));
+                match Ork::spawn(&bin, &k, &log, "ork", &[], &home) {
+                    Ok(new) => {
+                        sampler.watch(new.pid, "ork");
+                        lock(&stage_logs).push(log);
+                        *guard = new;
+                    }
+                    Err(e) => eprintln!("r3: cannot restart ork: {e:#}"),
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            when
+        })
+    };
+    let all = names("c-", 0..cfg.crs);
+    create_all(&stage.crs, &model, &all, cfg.concurrency).await?;
+    let mut rng = Rng(cfg.seed ^ 0xd1e);
+    let (mut edits, mut deletes, mut rounds) = (0usize, 0usize, 0usize);
+    let max_deletes = cfg.crs / 4;
+    loop {
+        rounds += 1;
+        let live: Vec<String> = lock(&model).live.keys().cloned().collect();
+        let batch = (cfg.crs / 10).max(2);
+        let mut picked = BTreeSet::new();
+        while picked.len() < batch.min(live.len()) {
+            picked.insert(live[rng.below(live.len() as u64) as usize].clone());
+        }
+        let (mut to_edit, mut to_delete) = (Vec::new(), Vec::new());
+        for name in picked {
+            // Deletes spread over about 30 rounds, so most CRs carry the finalizer by then.
+            if deletes + to_delete.len() < max_deletes && rng.below(12) == 0 {
+                to_delete.push(name);
+            } else {
+                to_edit.push(name);
+            }
+        }
+        edits += edit_all(&stage.crs, &model, &to_edit, cfg.concurrency).await?;
+        let results: Vec<Result<(String, bool)>> = stream::iter(to_delete)
+            .map(|name| {
+                let crs = stage.crs.clone();
+                async move { Ok((name.clone(), delete(&crs, &name).await?)) }
+            })
+            .buffer_unordered(cfg.concurrency)
+            .collect()
+            .await;
+        for r in results {
+            let (name, held) = r?;
+            let mut m = lock(&model);
+            m.live.remove(&name);
+            m.deleted.insert(name.clone());
+            if held {
+                m.held.insert(name);
+            }
+            deletes += 1;
+        }
+        let killing = !killer_done.load(std::sync::atomic::Ordering::SeqCst);
+        if (!killing && rounds >= 3) || rounds >= 60 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let kill_times = killer.await?;
+    let last_restart = Instant::now();
+    let m = snapshot(&model);
+    let mut report = Report {
+        name: "R3".into(),
+        title: format!("ork SIGKILL x{}", kill_times.len()),
+        load: format!(
+            "{} CRs (a same-namespace and a cross-namespace child each, finalize: true) created, {edits} spec edits and {deletes} deletes ({} held by the finalizer) in {rounds} rounds over {:.1} s; ork SIGKILLed and restarted at {}",
+            cfg.crs,
+            m.held.len(),
+            started.elapsed().as_secs_f64(),
+            kill_times
+                .iter()
+                .map(|t| format!("{t:.1}s"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        faults: svc.outcomes_since(0),
+        ..Report::default()
+    };
+    let scope = scope(&stage, Some(&cross), "ork");
+    stage
+        .finish(
+            cfg,
+            &svc,
+            &scope,
+            &m,
+            &mut report,
+            last_restart,
+            "the last restart",
+        )
+        .await?;
+    report.faults = svc.outcomes_since(0);
+    // The finalize call the protocol promises to every CR held by the finalizer.
+    let calls = svc.calls();
+    let finalized: BTreeSet<String> = calls
+        .iter()
+        .filter(|c| c.finalizing)
+        .map(|c| c.key.clone())
+        .collect();
+    let missing: Vec<String> = m
+        .held
+        .iter()
+        .filter(|n| !finalized.contains(&format!("{}/{n}", stage.ns.name)))
+        .cloned()
+        .collect();
+    report.findings.set(
+        "released_without_finalize_call",
+        missing.len() as u64,
+        missing
+            .iter()
+            .map(|n| format!("CR {n} was held, deleted, never finalized"))
+            .collect(),
+    );
+    let mut per_key: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in calls.iter().filter(|c| c.finalizing) {
+        *per_key.entry(c.key.as_str()).or_insert(0) += 1;
+    }
+    let repeated = per_key.values().filter(|n| **n > 1).count();
+    let after_restart = calls
+        .iter()
+        .filter(|c| c.at >= last_restart && !c.finalizing)
+        .count();
+    report.notes.push(format!(
+        "{after_restart} reconcile calls after the last restart, for {} live CRs (each is reconciled once when a new ork starts)",
+        m.live.len()
+    ));
+    report.notes.push(format!(
+        "finalize calls: {} CRs finalized, {repeated} of them more than once (a kill between the call and the finalizer's removal repeats it: at-least-once, as the protocol promises)",
+        per_key.len()
+    ));
+    stage.teardown(cfg, &scope, &mut report).await?;
+    drop(ork);
+    Ok(report)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "ork".into())
+}
+
+/// R4: two replicas with `--leader-elect`; the leader SIGKILLed halfway through the load.
+pub async fn r4(cfg: &Config) -> Result<Report> {
+    let stage = Stage::new(cfg, "r4").await?;
+    let svc = ChaosService::start(CALL_TIMEOUT, cfg.seed ^ 4).await?;
+    // Each replica calls its own path, so the service (and the children) know who wrote.
+    let ka = stage.katalog(
+        "katalog-a.yaml",
+        &katalog(&stage.ns.name, &format!("{}/a", svc.url), None, false),
+    )?;
+    let kb = stage.katalog(
+        "katalog-b.yaml",
+        &katalog(&stage.ns.name, &format!("{}/b", svc.url), None, false),
+    )?;
+    let lease_arg = format!("--lease-duration={}s", cfg.lease.as_secs());
+    let args = ["--leader-elect", lease_arg.as_str()];
+    let mut a = stage.spawn(cfg, &ka, "a", &args)?;
+    let mut b = stage.spawn(cfg, &kb, "b", &args)?;
+    let host = hostname();
+    let leases: Api<Lease> = Api::namespaced(stage.client.clone(), &stage.home.name);
+    let holder = || async {
+        leases
+            .get_opt("orkestra-konductor")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec?.holder_identity)
+            .unwrap_or_default()
+    };
+    let t = Instant::now();
+    let leader = loop {
+        let h = holder().await;
+        if h == format!("{host}-{}", a.pid) {
+            break "a";
+        }
+        if h == format!("{host}-{}", b.pid) {
+            break "b";
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            bail!("no leader within 60 s (holder {h:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let survivor = if leader == "a" { "b" } else { "a" };
+    // Every write to a child, with the replica stamped in it, as the watch sees them.
+    let writes: Arc<Mutex<Vec<(String, String, Instant)>>> = Arc::default();
+    let watch = {
+        let writes = writes.clone();
+        let cms = Api::<ConfigMap>::namespaced(stage.client.clone(), &stage.ns.name);
+        tokio::spawn(async move {
+            use kube::runtime::watcher;
+            let mut s = std::pin::pin!(watcher(cms, watcher::Config::default()));
+            while let Some(ev) = s.next().await {
+                if let Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm)) = ev {
+                    let writer = cm
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("writer").cloned())
+                        .unwrap_or_default();
+                    lock(&writes).push((cm.name_any(), writer, Instant::now()));
+                }
+            }
+        })
+    };
+    let model: Shared = Arc::default();
+    let half = cfg.crs / 2;
+    let started = Instant::now();
+    create_all(&stage.crs, &model, &names("c-", 0..half), cfg.concurrency).await?;
+    // Let the leader get going, then kill it while a round of edits is in flight.
+    let t = Instant::now();
+    while svc.calls().iter().filter(|c| c.replica == leader).count() < half / 2
+        && t.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let victim = if leader == "a" { &mut a } else { &mut b };
+    let mut killed_at = Instant::now();
+    let mut kill_offset = 0.0;
+    let kill = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        killed_at = Instant::now();
+        kill_offset = started.elapsed().as_secs_f64();
+        victim.kill();
+        stage.sampler.unwatch(victim.pid);
+    };
+    let first_edits = names("c-", 0..half / 2);
+    let (edited, ()) = tokio::join!(
+        edit_all(&stage.crs, &model, &first_edits, cfg.concurrency),
+        kill
+    );
+    edited?;
+    let survivor_pid = if leader == "a" { b.pid } else { a.pid };
+    // Keep going through the takeover.
+    let load = async {
+        create_all(
+            &stage.crs,
+            &model,
+            &names("c-", half..cfg.crs),
+            cfg.concurrency,
+        )
+        .await?;
+        edit_all(
+            &stage.crs,
+            &model,
+            &names("c-", half / 2..half),
+            cfg.concurrency,
+        )
+        .await
+    };
+    let takeover = async {
+        loop {
+            if holder().await == format!("{host}-{survivor_pid}")
+                || killed_at.elapsed() > Duration::from_secs(120)
+            {
+                return killed_at.elapsed().as_secs_f64();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let (edits2, takeover_s) = tokio::join!(load, takeover);
+    edits2?;
+    let load_done = Instant::now();
+    let mut report = Report {
+        name: "R4".into(),
+        title: "leader SIGKILL".into(),
+        load: format!(
+            "2 replicas (--leader-elect, {lease_arg}); {half} CRs created and {} edited, leader {leader} SIGKILLed at {kill_offset:.1} s, then {} more CRs created and {} edited",
+            half / 2,
+            cfg.crs - half,
+            half - half / 2
+        ),
+        faults: svc.outcomes_since(0),
+        ..Report::default()
+    };
+    report.timings.push((
+        format!(
+            "takeover: lease held by {survivor} after the SIGKILL (lease duration {} s)",
+            cfg.lease.as_secs()
+        ),
+        takeover_s,
+    ));
+    let scope = scope(&stage, None, survivor);
+    stage
+        .finish(
+            cfg,
+            &svc,
+            &scope,
+            &snapshot(&model),
+            &mut report,
+            load_done,
+            "the last write of the load",
+        )
+        .await?;
+    report.faults = svc.outcomes_since(0);
+    let calls = svc.calls();
+    if let Some(first) = calls.iter().find(|c| c.replica == survivor) {
+        report.timings.push((
+            format!("first call by {survivor} after the SIGKILL"),
+            first.at.saturating_duration_since(killed_at).as_secs_f64(),
+        ));
+    }
+    // No object written by both: the standby called nobody while the leader lived, the killed
+    // leader nobody after the standby's first call, and no child's stamp goes back from the new
+    // leader to the old one.
+    let mut both = Vec::new();
+    for c in calls
+        .iter()
+        .filter(|c| c.replica == survivor && c.at < killed_at)
+    {
+        both.push(format!(
+            "{} called by standby {survivor} before the leader died",
+            c.key
+        ));
+    }
+    let first_survivor = calls
+        .iter()
+        .filter(|c| c.replica == survivor)
+        .map(|c| c.at)
+        .min();
+    if let Some(fs) = first_survivor {
+        for c in calls.iter().filter(|c| c.replica == leader && c.at > fs) {
+            both.push(format!(
+                "{} called by killed leader {leader} after {survivor} took over",
+                c.key
+            ));
+        }
+    }
+    let mut seq: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, writer, _) in lock(&writes).iter() {
+        let v = seq.entry(name.clone()).or_default();
+        if v.last() != Some(writer) {
+            v.push(writer.clone());
+        }
+    }
+    let mut interleaved = 0;
+    for (name, v) in &seq {
+        if let Some(i) = v.iter().position(|w| w == survivor)
+            && v[i..].iter().any(|w| w == leader)
+        {
+            interleaved += 1;
+            both.push(format!("ConfigMap {name}: writers {v:?}"));
+        }
+    }
+    let per_writer = seq.values().filter(|v| v.len() > 1).count();
+    report.notes.push(format!(
+        "{} children written in all; {per_writer} rewritten by {survivor} after {leader} (in that order), {interleaved} interleaved",
+        seq.len()
+    ));
+    report
+        .findings
+        .set("written_by_both", both.len() as u64, both);
+    watch.abort();
+    stage.teardown(cfg, &scope, &mut report).await?;
+    drop((a, b));
+    Ok(report)
+}
+
+/// Every report as one JSON document (for tooling and the README figures).
+pub fn to_json(reports: &[Report]) -> serde_json::Value {
+    json!(reports
+        .iter()
+        .map(|r| json!({
+            "scenario": r.name,
+            "title": r.title,
+            "passed": r.passed(),
+            "load": r.load,
+            "calls": r.faults,
+            "timings_s": r.timings.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "invariants": r.findings.counts,
+            "examples": r.findings.examples,
+            "ork": {
+                "rss_peak_mib": r.usage.peak_rss_mib,
+                "rss_at_convergence_mib": r.usage.rss_at_converge_mib,
+                "rss_after_idle_mib": r.usage.rss_at_end_mib,
+                "cpu_s_load": r.usage.cpu_s_load,
+                "load_s": r.usage.load_s,
+                "cpu_pct_idle": r.usage.cpu_pct_idle,
+                "rss_timeline_mib": r.usage.timeline,
+            },
+            "notes": r.notes,
+        }))
+        .collect::<Vec<_>>())
+}
