@@ -50,18 +50,10 @@ pub const KATALOG_LOAD_QUADRATIC: Known = Known {
     summary: "load_str is quadratic in unknown dependsOn names × entries and unknown fields × size",
 };
 
-/// `ork_remote::clean_text` drops every bidi control but U+061C ARABIC LETTER MARK, which
-/// `ork_protocol::clean_text` drops.
-pub const REMOTE_CLEAN_ALM: Known = Known {
-    id: "K3-remote-clean-alm",
-    summary: "ork_remote::clean_text keeps U+061C ARABIC LETTER MARK, a bidi control",
-};
-
 /// Every known bug, for reports.
 pub const ALL: &[Known] = &[
     DURATION_FRACTION,
     TEMPLATE_RANGE_ALLOC,
-    REMOTE_CLEAN_ALM,
     TEMPLATE_STEP_COST,
     KATALOG_LOAD_QUADRATIC,
 ];

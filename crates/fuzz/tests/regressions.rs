@@ -55,9 +55,8 @@ fn k2_a_range_that_breaks_at_once_allocates_nothing_much() {
     );
 }
 
-/// K3: every bidi control character is dropped from service text, U+061C too.
+/// K3 (fixed): every bidi control character is dropped from service text, U+061C too.
 #[test]
-#[ignore = "K3: ork_remote::clean_text keeps U+061C"]
 fn k3_remote_clean_text_drops_the_arabic_letter_mark() {
     assert_eq!(ork_protocol::clean_text("a\u{61c}b", 10), "ab");
     assert_eq!(ork_remote::clean_text("a\u{61c}b", 10), "ab");

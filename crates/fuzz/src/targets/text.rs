@@ -10,7 +10,6 @@
 use ork_remote::Credential;
 
 use crate::generate::Gen;
-use crate::known;
 use crate::runner::{Case, Target};
 
 #[derive(Debug)]
@@ -98,11 +97,7 @@ fn check_clean(case: &mut Case, which: &str, out: &str, max: usize) {
     }
     if let Some(c) = out.chars().find(|c| is_bidi_control(*c)) {
         let message = format!("{which} clean_text left bidi control {c:?} in {out:?}");
-        if which == "remote" && c == '\u{61c}' {
-            case.known(known::REMOTE_CLEAN_ALM, "clean-no-bidi", message);
-        } else {
-            case.fail("clean-no-bidi", message);
-        }
+        case.fail("clean-no-bidi", message);
     }
 }
 
