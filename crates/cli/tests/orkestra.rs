@@ -189,8 +189,11 @@ async fn the_orkestra_style_example_runs_unmodified_from_a_cluster_without_its_c
         })
         .await?;
 
-        // The CR from crFiles is reconciled.
-        let api = webapps(&admin, NAMESPACE).await?;
+        // The CR from crFiles is reconciled (once the API server serves the new type).
+        let api = wait_for("the WebApp type served", WAIT, || async {
+            webapps(&admin, NAMESPACE).await.ok()
+        })
+        .await?;
         let cr = wait_for("my-webapp Ready=True", WAIT, || async {
             let cr = api.get("my-webapp").await.ok()?;
             (ready(&cr)?.0 == "True").then_some(cr)
