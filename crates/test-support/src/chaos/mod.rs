@@ -75,7 +75,8 @@ pub struct Config {
     pub out: PathBuf,
     /// R2 needs a cluster of the run's own.
     pub apiserver: Option<ApiServer>,
-    /// R1: the faults last at least this long.
+    /// R1: the faults last at least this long, and until ork has made one call per CR (at most
+    /// twelve times this long).
     pub fault_secs: u64,
     /// R2: how long the API server stays down.
     pub outage_secs: u64,
@@ -94,17 +95,20 @@ pub struct Config {
 impl Config {
     /// The full profile of `cargo xtask chaos`.
     pub fn full(ork: PathBuf, crs: usize, out: PathBuf, apiserver: Option<ApiServer>) -> Config {
+        let scale = (crs as u64 / 500).max(1);
         Config {
             ork,
             crs,
             kills: 20,
-            kill_gap_ms: (300, 2500),
+            // A restarted ork re-lists and reconciles every CR: with more CRs, the kills are
+            // spaced so that ork gets some way through its work between two of them.
+            kill_gap_ms: (300 * scale, 2500 * scale),
             out,
             apiserver,
             fault_secs: 20,
             outage_secs: 10,
             idle_secs: 15,
-            converge_limit: Duration::from_secs(600),
+            converge_limit: Duration::from_secs(300),
             lease: Duration::from_secs(4),
             seed: 0x0c4a_05c4_a05c_a05c,
             assert_memory: true,
@@ -256,7 +260,7 @@ spec:
         reconcile:
           default: false
           workers: 8
-          resync: 10m
+          resync: 1h  # longer than any convergence limit: a resync must not mend a lost event unseen
           queue: {{retryBackoff: {{initial: 200ms, max: 4s}}}}
           remote:
             endpoint: "{url}"
@@ -532,7 +536,7 @@ impl Stage {
         }
         report.findings = findings;
         self.write_samples(&report.name)?;
-        let mut csv = String::from("t_s,key,replica,finalizing,outcome\n");
+        let mut csv = String::from("t_s,key,replica,finalizing,rev,outcome\n");
         let zero = clock;
         for c in svc.calls() {
             let t = if c.at >= zero {
@@ -540,8 +544,9 @@ impl Stage {
             } else {
                 -zero.duration_since(c.at).as_secs_f64()
             };
+            let rev = c.rev.map(|r| r.to_string()).unwrap_or_default();
             csv.push_str(&format!(
-                "{t:.3},{},{},{},{}\n",
+                "{t:.3},{},{},{},{rev},{}\n",
                 c.key, c.replica, c.finalizing, c.outcome
             ));
         }
@@ -656,7 +661,11 @@ pub async fn r1(cfg: &Config) -> Result<Report> {
     let thirds: Vec<String> = all.iter().step_by(3).cloned().collect();
     let min = Duration::from_secs(cfg.fault_secs);
     let (mut edits, mut rounds) = (0, 0);
-    while rounds == 0 || started.elapsed() < min {
+    // Faults for at least `fault_secs` and until ork has made as many calls as there are CRs
+    // (bounded): most reconciles then meet the faults, not only the first few.
+    let busy =
+        |elapsed: Duration| (elapsed < min || svc.call_count() < cfg.crs) && elapsed < min * 12;
+    while rounds == 0 || busy(started.elapsed()) {
         let batch = if rounds % 2 == 0 { &all } else { &thirds };
         edits += edit_all(&stage.crs, &model, batch, cfg.concurrency).await?;
         rounds += 1;
@@ -911,10 +920,23 @@ pub async fn r3(cfg: &Config) -> Result<Report> {
         while picked.len() < batch.min(live.len()) {
             picked.insert(live[rng.below(live.len() as u64) as usize].clone());
         }
+        // Deletes go mostly to CRs that already carry ork's finalizer (the path with a finalize
+        // call and cross-namespace cleanup), a few to CRs ork has not reached yet; spread over
+        // about 30 rounds.
+        let finalized: BTreeSet<String> = stage
+            .crs
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.finalizers().iter().any(|f| f == check::FINALIZER))
+            .map(|c| c.name_any())
+            .collect();
         let (mut to_edit, mut to_delete) = (Vec::new(), Vec::new());
         for name in picked {
-            // Deletes spread over about 30 rounds, so most CRs carry the finalizer by then.
-            if deletes + to_delete.len() < max_deletes && rng.below(12) == 0 {
+            let odds = if finalized.contains(&name) { 12 } else { 60 };
+            if deletes + to_delete.len() < max_deletes && rng.below(odds) == 0 {
                 to_delete.push(name);
             } else {
                 to_edit.push(name);

@@ -35,6 +35,8 @@ pub struct Call {
     /// The last path segment of the URL: which ork replica called (R4), else "ork".
     pub replica: String,
     pub finalizing: bool,
+    /// `spec.rev` of the CR ork sent.
+    pub rev: Option<u64>,
     pub at: Instant,
     /// "ok", "slow-ok", "finalized", or one of [`FAULTS`].
     pub outcome: &'static str,
@@ -182,6 +184,7 @@ impl ChaosService {
                 key,
                 replica: replica.clone(),
                 finalizing,
+                rev: req["object"]["spec"]["rev"].as_u64(),
                 at: Instant::now(),
                 outcome,
             });
