@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
@@ -172,8 +172,9 @@ impl Bench {
         Ok(name)
     }
 
-    /// Waits (at most 10 minutes) until the namespaces of an earlier run are gone: their
-    /// clean-up would load the API server during this run.
+    /// Deletes what an earlier (killed) run left and waits (at most 10 minutes) until the
+    /// namespaces of earlier runs are gone: their clean-up would load the API server during
+    /// this run.
     pub async fn wait_earlier_runs_gone(&self) -> Result<()> {
         let api = Api::<Namespace>::all(self.client.clone());
         let lp = ListParams::default().labels(&format!("{BENCH_LABEL}=true"));
@@ -184,10 +185,14 @@ impl Bench {
             if left.is_empty() {
                 return Ok(());
             }
-            // kopf's finalizers outlive a killed kopf: they would keep the namespace forever.
             for ns in &left {
-                self.strip_finalizers(&ns.metadata.name.clone().unwrap_or_default())
-                    .await?;
+                let name = ns.metadata.name.clone().unwrap_or_default();
+                // A run that was killed left its namespaces behind.
+                if ns.metadata.deletion_timestamp.is_none() {
+                    api.delete(&name, &DeleteParams::background()).await?;
+                }
+                // kopf's finalizers outlive a killed kopf: they would keep the namespace forever.
+                self.strip_finalizers(&name).await?;
             }
             let left = left.len();
             if !told {

@@ -148,7 +148,8 @@ impl ApiCounts {
     }
 
     pub fn total(&self) -> f64 {
-        self.0.values().sum()
+        // Not `sum()`: the sum of no f64 is -0.0, printed as "-0.00".
+        self.0.values().fold(0.0, |a, b| a + b)
     }
 }
 

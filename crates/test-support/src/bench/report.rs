@@ -181,6 +181,12 @@ impl Report {
             let _ = write!(o, "{:>10.2}", p.other_writes_per_cr());
         }
         let _ = writeln!(o);
+        if self.phases.iter().any(|p| p.other_writes_per_cr() > 0.02) {
+            let _ = writeln!(
+                o,
+                "  (other writes are not the bench's job: namespace clean-up or another client busy on the cluster; CPU figures are less reliable)"
+            );
+        }
         let _ = writeln!(o, "API reads per CR (the job's resources):");
         let reads: BTreeSet<(String, String)> = self
             .phases
@@ -203,12 +209,6 @@ impl Report {
                 let _ = write!(o, "{:>10.2}", p.per_cr(v));
             }
             let _ = writeln!(o);
-        }
-        if self.phases.iter().any(|p| p.other_writes_per_cr() > 0.02) {
-            let _ = writeln!(
-                o,
-                "  (other writes are not the bench's job: namespace clean-up or another client busy on the cluster; CPU figures are less reliable)"
-            );
         }
 
         let _ = writeln!(o, "\nedit → child updated, nothing else going on:");
