@@ -115,6 +115,10 @@ pub(crate) struct Index {
     /// UID of a child that was deleted).
     in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,
     listing_crs: Option<HashSet<String>>,
+    /// What a re-list triggers waits for its end: kube-runtime's store swaps the listed objects
+    /// in only at `InitDone`, and a reconcile must read the new copies, not the old ones.
+    /// Per watch: `None` for the CRs', else (type, scope) of a children's watch.
+    held_back: HashMap<Option<(usize, Option<String>)>, Vec<Effect>>,
     /// Re-lists in progress, by type and watch scope (a namespace, or all).
     listing_children: HashMap<(usize, Option<String>), HashSet<ChildRef>>,
 }
@@ -132,6 +136,7 @@ impl Index {
             deleted_by_ork: HashSet::new(),
             in_flight: HashMap::new(),
             listing_crs: None,
+            held_back: HashMap::new(),
             listing_children: HashMap::new(),
         }
     }
@@ -149,8 +154,9 @@ impl Index {
                 Vec::new()
             }
             Seen::InitDone => {
+                let mut out = self.held_back.remove(&None).unwrap_or_default();
                 let Some(listed) = self.listing_crs.take() else {
-                    return Vec::new();
+                    return out;
                 };
                 let gone: Vec<String> = self
                     .crs
@@ -158,7 +164,8 @@ impl Index {
                     .filter(|k| !listed.contains(*k))
                     .cloned()
                     .collect();
-                gone.into_iter().map(|k| self.forget_cr(k)).collect()
+                out.extend(gone.into_iter().map(|k| self.forget_cr(k)));
+                out
             }
             Seen::Deleted(view) => vec![self.forget_cr(view.key)],
             Seen::Object {
@@ -168,7 +175,13 @@ impl Index {
                 if listing && let Some(listed) = self.listing_crs.as_mut() {
                     listed.insert(view.key.clone());
                 }
-                self.cr_changed(view, gate).into_iter().collect()
+                let effect = self.cr_changed(view, gate);
+                if listing {
+                    self.held_back.entry(None).or_default().extend(effect);
+                    Vec::new()
+                } else {
+                    effect.into_iter().collect()
+                }
             }
         }
     }
@@ -231,8 +244,9 @@ impl Index {
                 Vec::new()
             }
             Seen::InitDone => {
+                let mut out = self.held_back.remove(&Some(id.clone())).unwrap_or_default();
                 let Some(listed) = self.listing_children.remove(&id) else {
-                    return Vec::new();
+                    return out;
                 };
                 // Children deleted while the watch was down: their owners must look again.
                 let in_scope =
@@ -243,9 +257,8 @@ impl Index {
                     .filter(|c| c.type_index == type_index && in_scope(c) && !listed.contains(*c))
                     .cloned()
                     .collect();
-                gone.into_iter()
-                    .filter_map(|c| self.child_gone(&c))
-                    .collect()
+                out.extend(gone.into_iter().filter_map(|c| self.child_gone(&c)));
+                out
             }
             Seen::Deleted(view) => self.child_gone(&view.child).into_iter().collect(),
             Seen::Object {
@@ -255,7 +268,16 @@ impl Index {
                 if listing && let Some(listed) = self.listing_children.get_mut(&id) {
                     listed.insert(view.child.clone());
                 }
-                self.child_changed(view).into_iter().collect()
+                let effect = self.child_changed(view);
+                if listing {
+                    self.held_back
+                        .entry(Some(id.clone()))
+                        .or_default()
+                        .extend(effect);
+                    Vec::new()
+                } else {
+                    effect.into_iter().collect()
+                }
             }
         }
     }
@@ -692,6 +714,28 @@ mod tests {
         assert_eq!(
             ix.child_event(0, None, Seen::Deleted(child("two", "ns/a", 1))),
             enqueue("ns/a", Reason::Child)
+        );
+    }
+
+    #[test]
+    fn what_a_relist_triggers_waits_for_its_end() {
+        // The store swaps the listed copies in at InitDone: a reconcile queued before that
+        // would read the old copy (found by the chaos suite's API server restart).
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        ix.cr_event(Seen::Init, &no_gate);
+        let edited = Seen::Object {
+            listing: true,
+            object: CrView {
+                key: "ns/a".into(),
+                fingerprint: 2,
+                json: None,
+            },
+        };
+        assert!(ix.cr_event(edited, &no_gate).is_empty(), "held back");
+        assert_eq!(
+            ix.cr_event(Seen::InitDone, &no_gate),
+            enqueue("ns/a", Reason::Update)
         );
     }
 
