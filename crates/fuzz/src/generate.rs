@@ -198,6 +198,9 @@ pub struct Gen {
     /// clears it for cases that must stay valid, with hostility only where any value is
     /// legal, so the code behind validation runs too.
     pub dirty: bool,
+    /// The most a single generated string or list may hold (a target that builds hundreds
+    /// of strings per case lowers it).
+    pub max_huge: usize,
 }
 
 impl Gen {
@@ -207,6 +210,7 @@ impl Gen {
             profile,
             known,
             dirty: true,
+            max_huge: 1 << 20,
         }
     }
 
@@ -271,7 +275,7 @@ impl Gen {
     /// to `huge`.
     pub fn len(&mut self, typical: usize, large: usize, huge: usize) -> usize {
         match self.below(40) {
-            0 if self.full() && self.one_in(8) => self.below(huge + 1),
+            0 if self.full() && self.one_in(8) => self.below(huge.min(self.max_huge) + 1),
             0..=2 => self.below(large.min(if self.full() { large } else { typical * 4 }) + 1),
             _ => self.below(typical + 1),
         }

@@ -121,3 +121,35 @@ fn k5_katalog_load_time_is_linear_in_its_size() {
         "250 entries load in {small:?}, 1,000 in {large:?}"
     );
 }
+
+/// K6: a `service` intent's `selector` is copied into the Service unchecked; `labels` are
+/// checked. The API server would refuse the Service after the other children were applied.
+#[test]
+#[ignore = "K6: service intent selector labels are not validated"]
+fn k6_a_service_intent_selector_is_checked_like_labels() {
+    let policy = ork_protocol::Policy::new(
+        ork_protocol::OwnerRef {
+            api_version: "demo.ork.dev/v1".into(),
+            kind: "WebApp".into(),
+            name: "hello".into(),
+            namespace: Some("team".into()),
+        },
+        vec![ork_protocol::ManagedType {
+            group: String::new(),
+            version: "v1".into(),
+            served_versions: vec!["v1".into()],
+            kind: "Service".into(),
+            plural: "services".into(),
+            namespaced: true,
+            namespaces: Vec::new(),
+            cluster_scoped: false,
+        }],
+        "ork-system",
+    );
+    let body = br#"{"resources":[{"type":"service","fields":{"name":"web","port":80,"selector":{"not a key!":"not a value!"}}}]}"#;
+    assert!(
+        ork_protocol::decide(body, &policy).is_err(),
+        "decide accepts a Service selector the API server refuses"
+    );
+    assert!(!ork_protocol::lint(body, &policy).errors.is_empty());
+}

@@ -54,7 +54,7 @@ fn short(name: &'static str, cases: u64) {
 
 #[test]
 fn katalog() {
-    short("katalog", 200);
+    short("katalog", 120);
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn katalog_mutate() {
 
 #[test]
 fn template() {
-    short("template", 300);
+    short("template", 200);
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn url() {
 
 #[test]
 fn answer() {
-    short("answer", 400);
+    short("answer", 250);
 }
 
 #[test]

@@ -173,6 +173,7 @@ impl Target for Answers {
     }
 
     fn run(&self, g: &mut Gen, case: &mut Case) {
+        g.max_huge = 64 * 1024;
         let policy = policy(g);
         let mut answer = answer(g, &policy);
         for _ in 0..g.below(3) {
@@ -181,6 +182,7 @@ impl Target for Answers {
         let mut body = answer.to_json().into_bytes();
         if body.len() > MAX_BODY {
             // The transport refuses it before decide sees it.
+            case.begin();
             return;
         }
         let corrupted = g.one_in(12);
@@ -598,7 +600,14 @@ fn nested_labels(v: &Value, path: &str, case: &mut Case) {
                         && path.ends_with(".spec")
                         && child.get("matchLabels").is_none());
                 if is_labels && child.is_object() && !path.is_empty() {
-                    label_map(Some(child), true, &format!("intent-built {here}"), case);
+                    let bug = (k == "selector").then_some(crate::known::INTENT_SELECTOR_UNCHECKED);
+                    label_map_known(
+                        Some(child),
+                        true,
+                        &format!("intent-built {here}"),
+                        bug,
+                        case,
+                    );
                 }
                 nested_labels(child, &here, case);
             }
@@ -610,6 +619,28 @@ fn nested_labels(v: &Value, path: &str, case: &mut Case) {
 
 /// `labels` (`values` checked) or `annotations`: absent, or a map of strings with valid keys.
 fn label_map(v: Option<&Value>, values: bool, what: &str, case: &mut Case) {
+    label_map_known(v, values, what, None, case);
+}
+
+/// [`label_map`], a failure counted under `bug` when one is given.
+fn label_map_known(
+    v: Option<&Value>,
+    values: bool,
+    what: &str,
+    bug: Option<crate::known::Known>,
+    case: &mut Case,
+) {
+    let mut local = Case::default();
+    label_map_into(v, values, what, &mut local);
+    for f in local.failures {
+        match bug {
+            Some(b) => case.known(b, f.property, f.message),
+            None => case.failures.push(f),
+        }
+    }
+}
+
+fn label_map_into(v: Option<&Value>, values: bool, what: &str, case: &mut Case) {
     let map = match v {
         None => return,
         Some(Value::Object(m)) => m,
@@ -634,9 +665,9 @@ fn label_map(v: Option<&Value>, values: bool, what: &str, case: &mut Case) {
     }
 }
 
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, any length (Kubernetes bounds subdomains as a whole).
 fn dns_label_part(p: &str) -> bool {
     !p.is_empty()
-        && p.len() <= 63
         && p.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !p.starts_with('-')
@@ -648,7 +679,7 @@ fn dns_subdomain(s: &str) -> bool {
 }
 
 fn dns1035(s: &str) -> bool {
-    dns_label_part(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+    s.len() <= 63 && dns_label_part(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
 }
 
 fn qualified_part(s: &str) -> bool {
@@ -1415,7 +1446,11 @@ mod tests {
         assert!(!label_value("a b"));
         assert!(dns_subdomain("a.b-c"));
         assert!(!dns_subdomain("a..b"));
-        assert!(dns1035("web-1") && !dns1035("1web"));
+        assert!(dns1035("web-1") && !dns1035("1web") && !dns1035(&"a".repeat(64)));
+        assert!(
+            dns_subdomain(&"d".repeat(64)),
+            "Kubernetes bounds only the whole name"
+        );
     }
 
     #[test]
