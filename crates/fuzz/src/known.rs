@@ -50,19 +50,10 @@ pub const KATALOG_LOAD_QUADRATIC: Known = Known {
     summary: "load_str is quadratic in unknown dependsOn names × entries and unknown fields × size",
 };
 
-/// A `service` intent's `selector` (extra selector labels) is copied into the Service without
-/// the label checks `labels` gets: `decide` and `lint` accept `{"not a key!": "not a value!"}`,
-/// and the API server refuses the Service after the other children were applied.
-pub const INTENT_SELECTOR_UNCHECKED: Known = Known {
-    id: "K6-intent-selector-unchecked",
-    summary: "service intent `selector` labels are not validated: decide accepts what the API server refuses",
-};
-
 /// Every known bug, for reports.
 pub const ALL: &[Known] = &[
     DURATION_FRACTION,
     TEMPLATE_RANGE_ALLOC,
     TEMPLATE_STEP_COST,
     KATALOG_LOAD_QUADRATIC,
-    INTENT_SELECTOR_UNCHECKED,
 ];

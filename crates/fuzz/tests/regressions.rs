@@ -122,10 +122,9 @@ fn k5_katalog_load_time_is_linear_in_its_size() {
     );
 }
 
-/// K6: a `service` intent's `selector` is copied into the Service unchecked; `labels` are
-/// checked. The API server would refuse the Service after the other children were applied.
+/// K6 (fixed): a `service` intent's `selector` is checked like `labels`, so the API server
+/// never refuses the Service after the other children were applied.
 #[test]
-#[ignore = "K6: service intent selector labels are not validated"]
 fn k6_a_service_intent_selector_is_checked_like_labels() {
     let policy = ork_protocol::Policy::new(
         ork_protocol::OwnerRef {

@@ -600,14 +600,7 @@ fn nested_labels(v: &Value, path: &str, case: &mut Case) {
                         && path.ends_with(".spec")
                         && child.get("matchLabels").is_none());
                 if is_labels && child.is_object() && !path.is_empty() {
-                    let bug = (k == "selector").then_some(crate::known::INTENT_SELECTOR_UNCHECKED);
-                    label_map_known(
-                        Some(child),
-                        true,
-                        &format!("intent-built {here}"),
-                        bug,
-                        case,
-                    );
+                    label_map(Some(child), true, &format!("intent-built {here}"), case);
                 }
                 nested_labels(child, &here, case);
             }
@@ -619,28 +612,6 @@ fn nested_labels(v: &Value, path: &str, case: &mut Case) {
 
 /// `labels` (`values` checked) or `annotations`: absent, or a map of strings with valid keys.
 fn label_map(v: Option<&Value>, values: bool, what: &str, case: &mut Case) {
-    label_map_known(v, values, what, None, case);
-}
-
-/// [`label_map`], a failure counted under `bug` when one is given.
-fn label_map_known(
-    v: Option<&Value>,
-    values: bool,
-    what: &str,
-    bug: Option<crate::known::Known>,
-    case: &mut Case,
-) {
-    let mut local = Case::default();
-    label_map_into(v, values, what, &mut local);
-    for f in local.failures {
-        match bug {
-            Some(b) => case.known(b, f.property, f.message),
-            None => case.failures.push(f),
-        }
-    }
-}
-
-fn label_map_into(v: Option<&Value>, values: bool, what: &str, case: &mut Case) {
     let map = match v {
         None => return,
         Some(Value::Object(m)) => m,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::names::is_dns_label;
+use crate::names::{check_label_value, check_qualified_name, is_dns_label};
 use fields::{Reader, intent_type};
 pub(crate) use fields::{TYPES, intent_schema, short};
 
@@ -284,7 +284,7 @@ fn read_spec(type_name: &str, r: &mut Reader<'_>, warnings: &mut Vec<String>) ->
                             false,
                         )
                     }),
-                selector: r.text_map("selector").unwrap_or_default(),
+                selector: selector(r),
             }
         }
         "configmap" => IntentSpec::ConfigMap {
@@ -339,6 +339,18 @@ fn read_spec(type_name: &str, r: &mut Reader<'_>, warnings: &mut Vec<String>) ->
             data: r.object("data"),
         },
     }
+}
+
+/// A `service` intent's extra selector labels, checked as `labels` are: the API server
+/// refuses a Service whose selector has a bad key or value, after the other children applied.
+fn selector(r: &mut Reader<'_>) -> BTreeMap<String, String> {
+    let selector = r.text_map("selector").unwrap_or_default();
+    for (key, value) in &selector {
+        if let Err(e) = check_qualified_name(key).and_then(|()| check_label_value(key, value)) {
+            r.problems.push(format!("field \"selector\": {e}"));
+        }
+    }
+    selector
 }
 
 /// `replicas`: 0 or absent is 1, as in Orkestra.

@@ -121,6 +121,29 @@ fn a_service_intent_selects_the_crs_pods() {
 }
 
 #[test]
+fn a_service_intent_selector_with_a_bad_key_or_value_refuses_the_intent() {
+    assert_eq!(
+        problems(
+            "service",
+            json!({"name": "web", "port": 80, "selector": {"not a key!": "v", "tier": "not a value!"}})
+        ),
+        [
+            "field \"selector\": key \"not a key!\": the name must be 1-63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+            "field \"selector\": label \"tier\": value \"not a value!\" must be at most 63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+        ]
+    );
+    let s = build(
+        "service",
+        json!({"name": "web", "port": 80, "selector": {"example.com/tier": "", "a": "b"}}),
+    );
+    assert_eq!(
+        s["spec"]["selector"],
+        json!({"a": "b", "example.com/tier": "", "orkestra-owner": "hello"}),
+        "valid keys and empty values pass"
+    );
+}
+
+#[test]
 fn statefulset_job_and_cronjob_intents_label_their_pods_with_the_cr_name() {
     let s = build(
         "statefulset",

@@ -76,6 +76,9 @@ fn intents_are_checked_like_full_objects() {
     let e = refusal(json!({"resources": [{"type": "service",
         "fields": {"name": "s", "port": 80, "labels": {"bad key": "v"}}}]}));
     assert!(e.contains("metadata.labels: key \"bad key\""), "{e}");
+    let e = refusal(json!({"resources": [{"type": "service",
+        "fields": {"name": "s", "port": 80, "selector": {"not a key!": "not a value!"}}}]}));
+    assert!(e.contains("field \"selector\": key \"not a key!\""), "{e}");
     let e = refusal(json!({"resources": [{"type": "custom", "fields": {
         "apiVersion": "demo.ork.dev/v1", "kind": "WebApp", "name": "hello"}}]}));
     assert!(e.contains("names the CR itself"), "{e}");
