@@ -17,14 +17,6 @@ pub struct Known {
     pub summary: &'static str,
 }
 
-/// `ork_katalog`'s duration parser computes fractions exactly; Go (and
-/// `ork_protocol::parse_go_duration`) multiplies in floating point, so a few inputs parse a
-/// nanosecond apart — the SPEC asks for one parser with Go's results.
-pub const DURATION_FRACTION: Known = Known {
-    id: "K1-duration-fraction",
-    summary: "ork_katalog::Duration and ork_protocol::parse_go_duration differ by a nanosecond on some fractions",
-};
-
 /// `range N` in a template collects all N iterations up front: a large N (from the template or
 /// from the CR) allocates N × 64 bytes before the step budget can stop it.
 pub const TEMPLATE_RANGE_ALLOC: Known = Known {
@@ -52,7 +44,6 @@ pub const KATALOG_LOAD_QUADRATIC: Known = Known {
 
 /// Every known bug, for reports.
 pub const ALL: &[Known] = &[
-    DURATION_FRACTION,
     TEMPLATE_RANGE_ALLOC,
     TEMPLATE_STEP_COST,
     KATALOG_LOAD_QUADRATIC,

@@ -1,10 +1,12 @@
 //! Durations in exactly Go's `time.ParseDuration` grammar (`15s`, `1.5s`, `300ms`, `1h30m`,
 //! `2h45m30.5s`; units `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`), through one parser for the Katalog
-//! and for service answers alike. ork bounds every duration to one year.
+//! and for service answers alike: `ork_protocol`'s, with Go's exact values. ork bounds every
+//! duration to one year.
 
 use std::fmt;
 use std::str::FromStr;
 
+use ork_protocol::{DurationError as GoDurationError, parse_go_duration};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A duration read from a Go duration string such as `1h30m`; written back in Go's format.
@@ -15,8 +17,6 @@ pub struct Duration(pub std::time::Duration);
 pub const MAX: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
-/// Go's limit: a duration is an `int64` count of nanoseconds.
-const GO_MAX_NANOS: u128 = i64::MAX as u128;
 
 impl Duration {
     pub const fn from_secs(secs: u64) -> Duration {
@@ -88,113 +88,38 @@ fn from_nanos(nanos: u128) -> std::time::Duration {
     std::time::Duration::new(secs, sub)
 }
 
-/// Nanoseconds per unit, Go's unit table.
-fn unit_nanos(unit: &str) -> Option<u128> {
-    Some(match unit {
-        "ns" => 1,
-        "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-        "ms" => 1_000_000,
-        "s" => NANOS_PER_SEC,
-        "m" => 60 * NANOS_PER_SEC,
-        "h" => 3600 * NANOS_PER_SEC,
-        _ => return None,
-    })
-}
-
-/// `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, or `0`; returns nanoseconds (never negative).
+/// Go's `time.ParseDuration` through [`ork_protocol::parse_go_duration`], the one parser of
+/// ork (SPEC §1); its errors said with a reason and a hint for a Katalog's author. Returns
+/// nanoseconds (never negative).
 fn parse_go(input: &str) -> Result<u128, DurationError> {
-    let mut s = input;
-    let mut negative = false;
-    if let Some(rest) = s.strip_prefix('-') {
-        negative = true;
-        s = rest;
-    } else if let Some(rest) = s.strip_prefix('+') {
-        s = rest;
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    if s.is_empty() {
-        return Err(DurationError::new(input, "empty"));
-    }
-    let mut total: u128 = 0;
-    while !s.is_empty() {
-        let first = s.as_bytes()[0];
-        if !(first == b'.' || first.is_ascii_digit()) {
-            return Err(bad_start(input, s));
-        }
-        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
-        let (int_digits, rest) = s.split_at(int_len);
-        s = rest;
-        let mut frac_digits = "";
-        if let Some(rest) = s.strip_prefix('.') {
-            let frac_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-            (frac_digits, s) = rest.split_at(frac_len);
-        }
-        if int_digits.is_empty() && frac_digits.is_empty() {
-            return Err(DurationError::new(input, "a number has no digits"));
-        }
-        let unit_len = s
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(s.len(), |(i, _)| i);
-        if unit_len == 0 {
-            return Err(DurationError::new(input, "missing unit"));
-        }
-        let (unit, rest) = s.split_at(unit_len);
-        s = rest;
-        let Some(per) = unit_nanos(unit) else {
-            return Err(unknown_unit(input, unit));
-        };
-        let overflow = || DurationError {
+    let nanos = parse_go_duration(input).map_err(|e| match e {
+        GoDurationError::Invalid(_) => invalid(input),
+        GoDurationError::MissingUnit(_) => DurationError::new(input, "missing unit"),
+        GoDurationError::UnknownUnit { unit, .. } => unknown_unit(input, &unit),
+        GoDurationError::Overflow(_) => DurationError {
             input: input.to_string(),
             reason: "too large (overflows Go's 292-year limit)".into(),
             hint: Some("ork accepts durations up to 8760h".into()),
-        };
-        let mut whole: u128 = 0;
-        for d in int_digits.bytes() {
-            whole = whole
-                .checked_mul(10)
-                .and_then(|w| w.checked_add(u128::from(d - b'0')))
-                .filter(|w| *w <= GO_MAX_NANOS)
-                .ok_or_else(overflow)?;
-        }
-        let mut value = whole.checked_mul(per).ok_or_else(overflow)?;
-        if !frac_digits.is_empty() {
-            // Exact: digits / 10^n of a unit, truncated to whole nanoseconds (digits beyond a
-            // nanosecond of the largest unit cannot matter).
-            let kept = &frac_digits[..frac_digits.len().min(20)];
-            let mut numerator: u128 = 0;
-            let mut scale: u128 = 1;
-            for d in kept.bytes() {
-                numerator = numerator * 10 + u128::from(d - b'0');
-                scale *= 10;
-            }
-            value = value
-                .checked_add(numerator * per / scale)
-                .ok_or_else(overflow)?;
-        }
-        total = total
-            .checked_add(value)
-            .filter(|t| *t <= GO_MAX_NANOS)
-            .ok_or_else(overflow)?;
-    }
-    if negative && total > 0 {
-        return Err(DurationError {
-            input: input.to_string(),
-            reason: "negative".into(),
-            hint: Some("write a positive duration such as 30s".into()),
-        });
-    }
-    Ok(total)
+        },
+    })?;
+    u128::try_from(nanos.as_nanos()).map_err(|_| DurationError {
+        input: input.to_string(),
+        reason: "negative".into(),
+        hint: Some("write a positive duration such as 30s".into()),
+    })
 }
 
-fn bad_start(input: &str, rest: &str) -> DurationError {
-    let mut e = DurationError::new(input, format!("unexpected \"{rest}\""));
-    if input.trim() != input {
-        e.reason = "surrounding spaces".into();
-    }
-    e
+/// Outside the grammar: empty, spaces around it, or something other than a number where a
+/// number must come.
+fn invalid(input: &str) -> DurationError {
+    let reason = if input.trim_start_matches(['+', '-']).is_empty() {
+        "empty"
+    } else if input.trim() != input {
+        "surrounding spaces"
+    } else {
+        "each part must be a number followed by a unit"
+    };
+    DurationError::new(input, reason)
 }
 
 fn unknown_unit(input: &str, unit: &str) -> DurationError {
@@ -327,6 +252,27 @@ mod tests {
     }
 
     #[test]
+    fn fractions_have_go_values_to_the_nanosecond() {
+        // Go multiplies the fraction in floating point; the exact quotient is a nanosecond off.
+        for (input, nanos) in [
+            ("0.3333333333333333333h", 20 * 60 * 1_000_000_000),
+            (
+                "0.830103483285477580700h",
+                49 * 60 * 1_000_000_000 + 48_372_539_827,
+            ),
+            ("1.00000000000000000000000000000000000001s", 1_000_000_000),
+        ] {
+            assert_eq!(d(input), std::time::Duration::from_nanos(nanos), "{input}");
+            let answer = ork_protocol::parse_go_duration(input).map(|g| g.to_std());
+            assert_eq!(
+                answer,
+                Ok(Some(d(input))),
+                "{input}: the Katalog and answers read one value"
+            );
+        }
+    }
+
+    #[test]
     fn english_is_an_error_with_a_hint() {
         let err = "5 seconds".parse::<Duration>().expect_err("not Go syntax");
         assert!(err.to_string().contains("unknown unit"), "{err}");
@@ -335,6 +281,16 @@ mod tests {
         assert!(err.to_string().contains("24h is one day"), "{err}");
         for bad in ["", "s", "5", "1.5", ".", "-", "5S", "1h 30m", " 5s", "five"] {
             assert!(bad.parse::<Duration>().is_err(), "{bad:?} must be refused");
+        }
+        for (bad, reason) in [
+            ("", "empty"),
+            ("-", "empty"),
+            (" 5s", "surrounding spaces"),
+            ("five", "each part must be a number followed by a unit"),
+            ("5", "missing unit"),
+        ] {
+            let err = bad.parse::<Duration>().expect_err("refused");
+            assert_eq!(err.reason, reason, "{bad:?}");
         }
     }
 
@@ -360,6 +316,8 @@ mod tests {
     #[test]
     fn negative_durations_are_refused() {
         let err = "-5s".parse::<Duration>().expect_err("negative");
+        assert_eq!(err.reason, "negative");
+        let err = Duration::parse_unbounded("-9223372036854775808ns").expect_err("negative");
         assert_eq!(err.reason, "negative");
         assert_eq!(d("-0"), std::time::Duration::ZERO);
     }

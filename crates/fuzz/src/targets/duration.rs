@@ -13,7 +13,6 @@ use std::str::FromStr;
 use ork_protocol::{Outcome, decide, parse_go_duration};
 
 use crate::generate::Gen;
-use crate::known;
 use crate::runner::{Case, Target};
 
 #[derive(Debug)]
@@ -191,23 +190,15 @@ fn check(input: &str, case: &mut Case) {
         .ok()
         .map(|d| d.get().as_nanos());
     let want = go.filter(|n| *n >= 0).map(|n| n.unsigned_abs() as u128);
-    if unbounded != want {
-        let message = format!(
+    case.check(unbounded == want, "duration-katalog-is-go", || {
+        format!(
             "{input:?}: ork_katalog::Duration::parse_unbounded gives {unbounded:?} ns, Go gives {go:?}"
-        );
-        match (unbounded, want) {
-            (Some(a), Some(b)) if a.abs_diff(b) <= 1 && input.contains('.') => {
-                case.known(known::DURATION_FRACTION, "duration-katalog-is-go", message);
-            }
-            _ => case.fail("duration-katalog-is-go", message),
-        }
-    }
+        )
+    });
 
     let bounded = ork_katalog::Duration::from_str(input).ok();
     let in_year = go.is_some_and(|n| (0..=YEAR).contains(&i128::from(n)));
-    // At the one-year edge a nanosecond of K1 can move a value across the bound.
-    let near_edge = go.is_some_and(|n| (i128::from(n) - YEAR).abs() <= 1);
-    if bounded.is_some() != in_year && !near_edge {
+    if bounded.is_some() != in_year {
         case.fail(
             "duration-katalog-bound",
             format!(
@@ -260,8 +251,7 @@ fn requeue(g: &mut Gen, input: &str, case: &mut Case) {
     } else {
         in_range || (go == Some(0) && result != "requeue")
     };
-    let near_edge = go.is_some_and(|n| (n - YEAR).abs() <= 1 || (n - S).abs() <= 1);
-    if decision.is_ok() != want && !near_edge {
+    if decision.is_ok() != want {
         case.fail(
             "requeue-after-bounds",
             format!(
