@@ -107,6 +107,53 @@ async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker(
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied() -> Result<()> {
+    let svc = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        answer(json!([config_map(name, json!({"k": "v"}))]))
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
+    let (client, ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "web", "v1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    drop(ork);
+
+    // The restarted ork reads the CR and its child from a list, whose items carry no type.
+    let calls = svc.calls();
+    let (_, ork) = start_katalog(&ns, &katalog).await?;
+    wait_for("the start-up call", WAIT, || async {
+        (svc.calls() > calls).then_some(())
+    })
+    .await?;
+    let request = svc.received().last().cloned().expect("a request").body;
+    assert_eq!(request["object"]["kind"], "WebApp");
+    assert_eq!(request["object"]["apiVersion"], "demo.ork.dev/v1");
+    let child = &request["prepared"]["children"]["configmap"]["web"];
+    assert_eq!(child["kind"], "ConfigMap", "{child}");
+    assert_eq!(child["apiVersion"], "v1");
+    // The answer is what it was: the child is left alone.
+    let applies = wait_for("the reconcile recorded", WAIT, || async {
+        let text = reqwest_metrics(ork.http).await?;
+        text.contains("ork_reconciles_total{").then_some(text)
+    })
+    .await?;
+    let applied: Vec<&str> = applies
+        .lines()
+        .filter(|l| l.starts_with("ork_apply_operations_total{") && !l.ends_with(" 0"))
+        .collect();
+    assert!(
+        applied.is_empty(),
+        "no apply after the restart: {applied:?}"
+    );
+    Ok(())
+}
+
 /// `/metrics` of an ork process.
 async fn reqwest_metrics(addr: std::net::SocketAddr) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

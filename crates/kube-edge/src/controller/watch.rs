@@ -1,11 +1,12 @@
 //! The watches of one entry: kube-runtime watchers into reflector stores (one writer per type),
-//! each event then handed to the controller's index. Caches hold no `managedFields`.
+//! each event then handed to the controller's index. Caches hold no `managedFields`, and every
+//! cached object carries its `apiVersion` and `kind` (the items of a list come without them).
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::core::DynamicObject;
+use kube::core::{ApiResource, DynamicObject, TypeMeta};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -47,9 +48,13 @@ pub(super) async fn watch_crs(
     api: Api<DynamicObject>,
     config: watcher::Config,
 ) {
+    let resource = c.ctx.cr_resource.clone();
     let mut stream = watcher(api, config)
         .default_backoff()
-        .modify(|o: &mut DynamicObject| o.managed_fields_mut().clear())
+        .modify(move |o: &mut DynamicObject| {
+            o.managed_fields_mut().clear();
+            typed(o, &resource);
+        })
         .boxed();
     while let Some(event) = stream.next().await {
         match event {
@@ -78,9 +83,13 @@ pub(super) async fn watch_children(
         None => Api::all_with(client, &t.resource),
     };
     let config = watcher::Config::default().labels(&format!("{MANAGED}=true"));
+    let resource = t.resource.clone();
     let mut stream = watcher(api, config)
         .default_backoff()
-        .modify(forget_foreign_owner)
+        .modify(move |o: &mut DynamicObject| {
+            forget_foreign_owner(o);
+            typed(o, &resource);
+        })
         .boxed();
     while let Some(event) = stream.next().await {
         match event {
@@ -104,4 +113,16 @@ fn forget_foreign_owner(o: &mut DynamicObject) {
         o.labels_mut().remove(OWNER_UID);
     }
     o.managed_fields_mut().clear();
+}
+
+/// The API server leaves `apiVersion` and `kind` out of the items of a list, so after a
+/// (re-)list a cached object would lack them: the service would get a CR without its kind and
+/// every child would look changed. They are the watched type's.
+fn typed(o: &mut DynamicObject, resource: &ApiResource) {
+    if o.types.is_none() {
+        o.types = Some(TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+    }
 }

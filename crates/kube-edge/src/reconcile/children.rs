@@ -126,7 +126,21 @@ fn unchanged(p: &Planned<'_>) -> bool {
         .object
         .pointer(&format!("/metadata/annotations/{}", escape(APPLIED)));
     live.annotations().get(APPLIED).map(String::as_str) == sent.and_then(Value::as_str)
-        && serde_json::to_value(live.as_ref()).is_ok_and(|l| already_applied(&p.object, &l))
+        && holds_all(&p.object, live)
+}
+
+/// `live` holds every field of `sent`. Its `apiVersion` and `kind` are left out: the store
+/// holds the type the child was looked up by, at the version its watch reads, which need not be
+/// the one the service wrote (the fields themselves say whether anything differs).
+fn holds_all(sent: &Value, live: &DynamicObject) -> bool {
+    let Value::Object(fields) = sent else {
+        return false;
+    };
+    fields.iter().all(|(k, v)| match k.as_str() {
+        "apiVersion" | "kind" => true,
+        "metadata" => serde_json::to_value(&live.metadata).is_ok_and(|m| already_applied(v, &m)),
+        _ => live.data.get(k).is_some_and(|l| already_applied(v, l)),
+    })
 }
 
 fn escape(key: &str) -> String {
@@ -227,4 +241,44 @@ pub(super) async fn prune(
         tracing::info!(kind = %t.managed.kind, child = %at.name, "pruned");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn live(v: Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_listed_child_without_its_type_still_holds_what_was_sent() {
+        let sent = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 2}});
+        // An item of a list: no apiVersion/kind; server fields added.
+        let listed = live(
+            json!({"metadata": {"name": "a", "uid": "u", "labels": {"x": "1"}},
+            "spec": {"replicas": 2, "strategy": {}}, "status": {}}),
+        );
+        assert!(holds_all(&sent, &listed));
+        // Read at another served version: the fields decide.
+        let other_version = live(json!({"apiVersion": "apps/v1beta2", "kind": "Deployment",
+            "metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 2}}));
+        assert!(holds_all(&sent, &other_version));
+    }
+
+    #[test]
+    fn a_changed_field_or_label_is_not_held() {
+        let sent = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}});
+        let edited =
+            live(json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "w"}}));
+        assert!(!holds_all(&sent, &edited));
+        let relabelled =
+            live(json!({"metadata": {"name": "a", "labels": {"x": "2"}}, "data": {"k": "v"}}));
+        assert!(!holds_all(&sent, &relabelled));
+        let missing = live(json!({"metadata": {"name": "a", "labels": {"x": "1"}}}));
+        assert!(!holds_all(&sent, &missing));
+    }
 }
