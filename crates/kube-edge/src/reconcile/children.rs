@@ -249,7 +249,7 @@ mod tests {
     use serde_json::json;
 
     fn live(v: Value) -> DynamicObject {
-        serde_json::from_value(v).unwrap()
+        serde_json::from_value(v).expect("a valid object")
     }
 
     #[test]
