@@ -17,21 +17,6 @@ pub struct Known {
     pub summary: &'static str,
 }
 
-/// `range N` in a template collects all N iterations up front: a large N (from the template or
-/// from the CR) allocates N × 64 bytes before the step budget can stop it.
-pub const TEMPLATE_RANGE_ALLOC: Known = Known {
-    id: "K2-template-range-alloc",
-    summary: "template `range N` allocates N items up front: memory is not bounded by the step budget",
-};
-
-/// A template's render time is not bounded by its step budget: one step can copy the whole
-/// CR (`$`, `.` at the root, `toJson $`, `printf "%v" $`, a field holding a large subtree), so
-/// a loop over a large range (or a large CR list) takes time proportional to steps × CR size.
-pub const TEMPLATE_STEP_COST: Known = Known {
-    id: "K4-template-step-cost",
-    summary: "template render time grows with steps × CR size: the 1,000,000-step budget does not bound it",
-};
-
 /// Loading a Katalog takes time quadratic in its size in two places: every `dependsOn` name
 /// that is not an entry gets a "did you mean" from an edit distance to every entry name, and
 /// every unknown field costs one more full deserialisation of the whole document (up to 200).
@@ -43,8 +28,4 @@ pub const KATALOG_LOAD_QUADRATIC: Known = Known {
 };
 
 /// Every known bug, for reports.
-pub const ALL: &[Known] = &[
-    TEMPLATE_RANGE_ALLOC,
-    TEMPLATE_STEP_COST,
-    KATALOG_LOAD_QUADRATIC,
-];
+pub const ALL: &[Known] = &[KATALOG_LOAD_QUADRATIC];

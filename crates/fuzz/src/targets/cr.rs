@@ -193,23 +193,3 @@ pub fn scalar(g: &mut Gen) -> Node {
         _ => Node::str(g.hostile_str()),
     }
 }
-
-/// Every integer in `node` above `max` in magnitude replaced by `max`: keeps known crash bugs
-/// (`range` over a huge number, see [`crate::known::TEMPLATE_RANGE_ALLOC`]) out of a run.
-pub fn clamp_numbers(node: &mut Node, max: i64) {
-    match node {
-        Node::Num(n) => {
-            let big = match n.parse::<i128>() {
-                Ok(v) => v.abs() > i128::from(max),
-                Err(_) => !n.contains(['.', 'e', 'E']),
-            };
-            if big {
-                *n = max.to_string();
-            }
-        }
-        Node::Arr(items) => items.iter_mut().for_each(|i| clamp_numbers(i, max)),
-        Node::Obj(entries) => entries.iter_mut().for_each(|(_, v)| clamp_numbers(v, max)),
-        Node::Anchor(_, inner) => clamp_numbers(inner, max),
-        _ => {}
-    }
-}

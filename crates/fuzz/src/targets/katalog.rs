@@ -23,8 +23,9 @@ use serde_json::Value;
 use crate::doc::{Node, to_yaml};
 use crate::generate::Gen;
 use crate::runner::{Case, Target};
+use crate::targets::cr::cr;
 use crate::targets::cr::{SPEC_FIELDS, string_map, value};
-use crate::targets::template::{safe_cr, source as template_source, source_in};
+use crate::targets::template::{source as template_source, source_in};
 
 #[derive(Debug)]
 pub struct Generated;
@@ -99,7 +100,7 @@ fn load_and_use(g: &mut Gen, text: &str, case: &mut Case) {
         }
         Ok(k) => {
             invariants(k, case);
-            let cr = case.untimed(|| safe_cr(g));
+            let cr = case.untimed(|| cr(g));
             let json = cr.to_json();
             if json.len() <= 16 * 1024 {
                 case.note("cr", &json);

@@ -12,18 +12,15 @@ use std::collections::BTreeMap;
 use ork_katalog::template::BUILTIN_FUNCTIONS;
 use ork_katalog::{Notes, RenderContext, Sentinel, Template};
 
-use crate::doc::Node;
 use crate::generate::Gen;
 use crate::runner::{Case, Target};
-use crate::targets::cr::{SPEC_FIELDS, clamp_numbers, cr};
+use crate::targets::cr::{SPEC_FIELDS, cr};
 
 #[derive(Debug)]
 pub struct Templates;
 
 /// The render output budget of `ork_katalog` (bytes).
 const MAX_OUTPUT: usize = 1 << 20;
-/// Numbers a `range` may count to in a run without `--known`.
-pub const SAFE_RANGE: i64 = 100_000;
 
 impl Target for Templates {
     fn name(&self) -> &'static str {
@@ -36,10 +33,7 @@ impl Target for Templates {
 
     fn run(&self, g: &mut Gen, case: &mut Case) {
         let source = source(g);
-        let mut cr_node = cr(g);
-        if !g.known {
-            clamp_numbers(&mut cr_node, SAFE_RANGE);
-        }
+        let cr_node = cr(g);
         let data = cr_node.to_value();
         let note_defs: Vec<(String, String)> = (0..g.below(3))
             .map(|_| (note_name(g), source_in(g, 3)))
@@ -48,12 +42,7 @@ impl Target for Templates {
         for (name, expr) in &note_defs {
             case.note("note", &format!("{name:?} = {expr:?}"));
         }
-        let cr_json = cr_node.to_json();
-        case.note("cr", &cr_json);
-        // Loops, and every whole-object reference over a large CR, cost steps × CR size (K4).
-        if source.contains("range") || cr_json.len() > 256 * 1024 {
-            case.slow_known = Some(crate::known::TEMPLATE_STEP_COST);
-        }
+        case.note("cr", &cr_node.to_json());
 
         case.begin();
         let Ok(template) = Template::parse(&source) else {
@@ -110,7 +99,7 @@ pub fn source(g: &mut Gen) -> String {
             let s = source_in(g, 6);
             g.mutate_str(&s)
         }
-        4 if g.full() && g.known => stress(g),
+        4 if g.full() => stress(g),
         _ => source_in(g, 6),
     }
 }
@@ -166,9 +155,10 @@ fn deep_blocks(g: &mut Gen) -> String {
     )
 }
 
-/// Idioms whose cost grows with the CR: whole-object references and conversions inside loops.
+/// Idioms whose cost could grow with the CR: whole-object references and conversions inside
+/// loops, over huge counts too. The step budget must bound their time.
 fn stress(g: &mut Gen) -> String {
-    let over = if g.known && g.one_in(3) {
+    let over = if g.one_in(3) {
         g.pick(&["100000000", "1000000", ".spec.n"]).to_string()
     } else {
         g.pick(&[
@@ -328,14 +318,11 @@ impl TGen<'_> {
         format!("{{{{ range {decl}{header} }}}}{body}{otherwise}{{{{ end }}}}")
     }
 
-    /// What a `range` goes over. Without `--known`, only the CR's own fields from the root
-    /// (its numbers clamped) and small counts: a huge count — literal, computed, or a `with`
-    /// value as dot — is known bug K2.
+    /// What a `range` goes over: any pipeline (huge counts too, literal or from the CR), the
+    /// CR's own fields from the root, small counts.
     fn range_header(&mut self) -> String {
-        if self.g.known {
-            return self.pipeline();
-        }
-        match self.g.below(5) {
+        match self.g.below(7) {
+            5 | 6 => self.pipeline(),
             0 => self.g.below(50).to_string(),
             1 => (1 + self.g.below(2000)).to_string(),
             2 => "$".to_string(),
@@ -467,13 +454,4 @@ impl TGen<'_> {
             _ => format!("\"{}\"", self.g.ident()),
         }
     }
-}
-
-/// A CR whose numbers are clamped when the run leaves out known crash bugs.
-pub fn safe_cr(g: &mut Gen) -> Node {
-    let mut node = cr(g);
-    if !g.known {
-        clamp_numbers(&mut node, SAFE_RANGE);
-    }
-    node
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
+use super::parse::uses_variable;
 use super::{Template, TemplateError};
 use crate::model::Sentinel;
 
@@ -74,8 +75,10 @@ impl Facts {
 /// One user note (`notes.functions[]`) compiled: a template evaluated against the same data
 /// as the template that calls it.
 #[derive(Clone, Debug)]
-struct Note {
-    template: Template,
+pub(crate) struct Note {
+    pub template: Template,
+    /// Whether it reads `$args` (the list of its arguments, made only for notes that do).
+    pub uses_args: bool,
 }
 
 /// The Katalog's note functions, callable by name (without arguments) in every template.
@@ -98,7 +101,14 @@ impl Notes {
         for (i, (name, expression)) in defs.into_iter().enumerate() {
             match Template::parse(expression) {
                 Ok(template) => {
-                    notes.insert(name.to_string(), Note { template });
+                    let uses_args = uses_variable(template.nodes(), "$args");
+                    notes.insert(
+                        name.to_string(),
+                        Note {
+                            template,
+                            uses_args,
+                        },
+                    );
                 }
                 Err(e) => errors.push((i, e)),
             }
@@ -122,8 +132,8 @@ impl Notes {
         self.notes.keys().map(String::as_str)
     }
 
-    pub(crate) fn get(&self, name: &str) -> Option<&Template> {
-        self.notes.get(name).map(|n| &n.template)
+    pub(crate) fn get(&self, name: &str) -> Option<&Note> {
+        self.notes.get(name)
     }
 }
 

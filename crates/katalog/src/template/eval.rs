@@ -1,16 +1,22 @@
 //! Executing a parsed template against a [`RenderContext`], with a step and output budget so no
-//! template (or CR it reads) can make a render run away.
+//! template (or CR it reads) can make a render run away. Values are borrowed or shared
+//! ([`Val`]), never copied to be passed on; work that grows with a value's size is charged to
+//! the same budget ([`Meter`]), so the budget bounds a render's time, not only its steps.
+
+use std::cell::OnceCell;
 
 use serde_json::Value;
 
 use super::context::{Notes, RenderContext};
 use super::funcs::{self, truthy};
 use super::parse::{Arg, Cmd, Node, Pipe};
-use super::print::text;
+use super::print::{text, text_in};
+use super::value::{Meter, Val};
 use super::{TemplateError, trim_result};
 use crate::model::Sentinel;
 
-/// Evaluation steps (commands, nodes, range iterations) one render may take.
+/// Evaluation steps (commands, nodes, range iterations; and every [`super::value::BYTES_PER_STEP`]
+/// bytes of work) one render may take.
 const MAX_STEPS: u64 = 1_000_000;
 /// Bytes one render may output.
 const MAX_OUTPUT: usize = 1 << 20;
@@ -23,9 +29,9 @@ fn err(msg: impl Into<String>) -> TemplateError {
 
 /// The value of `.`: the root data (with `.ork`) or a value reached by `with`/`range`.
 #[derive(Clone)]
-enum Dot {
+enum Dot<'c> {
     Root,
-    Val(Value),
+    Val(Val<'c>),
 }
 
 enum Flow {
@@ -34,34 +40,48 @@ enum Flow {
     Continue,
 }
 
+/// Values a render makes at most once, on first use, and lends from then on: the root object
+/// (the data with `.ork`) and the `.ork` facts.
+#[derive(Debug, Default)]
+pub(crate) struct Cells {
+    root: OnceCell<Value>,
+    ork: OnceCell<Value>,
+}
+
 pub(crate) struct Eval<'c> {
     ctx: &'c RenderContext<'c>,
     notes: Option<&'c Notes>,
-    vars: Vec<(String, Value)>,
-    steps: u64,
+    cells: &'c Cells,
+    vars: Vec<(String, Val<'c>)>,
+    meter: Meter,
     note_depth: usize,
 }
 
 impl<'c> Eval<'c> {
-    pub fn new(ctx: &'c RenderContext<'c>, bound: Option<&'c Notes>) -> Eval<'c> {
+    pub fn new(ctx: &'c RenderContext<'c>, bound: Option<&'c Notes>, cells: &'c Cells) -> Eval<'c> {
         Eval {
             ctx,
             notes: ctx.notes.or(bound),
+            cells,
             vars: Vec::new(),
-            steps: 0,
+            meter: Meter::default(),
             note_depth: 0,
         }
     }
 
-    pub fn render(&mut self, nodes: &[Node]) -> Result<String, TemplateError> {
+    pub fn render(&mut self, nodes: &'c [Node]) -> Result<String, TemplateError> {
         let mut out = String::new();
         self.nodes(nodes, &Dot::Root, &mut out)?;
         Ok(out)
     }
 
     fn step(&mut self) -> Result<(), TemplateError> {
-        self.steps += 1;
-        if self.steps > MAX_STEPS {
+        self.meter.step();
+        self.within_budget()
+    }
+
+    fn within_budget(&self) -> Result<(), TemplateError> {
+        if self.meter.steps() > MAX_STEPS {
             return Err(err(format!(
                 "the template takes more than {MAX_STEPS} steps; simplify it"
             )));
@@ -69,30 +89,51 @@ impl<'c> Eval<'c> {
         Ok(())
     }
 
-    fn root(&self) -> Value {
-        let mut data = self.ctx.data.clone();
-        if let Value::Object(m) = &mut data {
-            m.insert("ork".into(), self.ctx.facts.as_value());
-        } else if data.is_null() {
-            data = serde_json::json!({ "ork": self.ctx.facts.as_value() });
-        }
-        data
+    /// The root object: the data with the facts under `ork`, made on first use.
+    fn root(&self) -> &'c Value {
+        let cells: &'c Cells = self.cells;
+        let ctx = self.ctx;
+        cells.root.get_or_init(|| {
+            let mut data = ctx.data.clone();
+            if let Value::Object(m) = &mut data {
+                m.insert("ork".into(), ctx.facts.as_value());
+            } else if data.is_null() {
+                data = serde_json::json!({ "ork": ctx.facts.as_value() });
+            }
+            data
+        })
+    }
+
+    fn ork(&self) -> &'c Value {
+        let cells: &'c Cells = self.cells;
+        let facts = self.ctx.facts;
+        cells.ork.get_or_init(|| facts.as_value())
+    }
+
+    fn push(&self, out: &mut String, s: &str) -> Result<(), TemplateError> {
+        let mark = self.meter.mark();
+        self.meter.charge_len(s);
+        self.meter.forgive_since(mark);
+        push(out, s)
     }
 
     fn nodes(
         &mut self,
-        nodes: &[Node],
-        dot: &Dot,
+        nodes: &'c [Node],
+        dot: &Dot<'c>,
         out: &mut String,
     ) -> Result<Flow, TemplateError> {
         for node in nodes {
             self.step()?;
             match node {
-                Node::Text(t) => push(out, t)?,
+                Node::Text(t) => self.push(out, t)?,
                 Node::Action(pipe) => {
                     let v = self.pipe(pipe, dot)?;
                     if pipe.is_output() {
-                        push(out, &text(&v))?;
+                        let mark = self.meter.mark();
+                        let text = text_in(&v, &self.meter);
+                        self.meter.forgive_since(mark);
+                        self.push(out, &text)?;
                     }
                 }
                 Node::If {
@@ -148,70 +189,99 @@ impl<'c> Eval<'c> {
         Ok(Flow::Normal)
     }
 
+    /// `range`: one item at a time, as Go does, so a range that stops early (or at the budget)
+    /// never holds more than the item it is on.
     fn range(
         &mut self,
-        pipe: &Pipe,
-        body: &[Node],
-        otherwise: &[Node],
-        dot: &Dot,
+        pipe: &'c Pipe,
+        body: &'c [Node],
+        otherwise: &'c [Node],
+        dot: &Dot<'c>,
         out: &mut String,
     ) -> Result<Flow, TemplateError> {
-        let header = Pipe {
-            vars: Vec::new(),
-            assign: false,
-            cmds: pipe.cmds.clone(),
-        };
-        let v = self.pipe(&header, dot)?;
-        let items: Vec<(Value, Value)> = match v {
-            Value::Array(items) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (Value::from(i), v))
-                .collect(),
-            Value::Object(map) => map
-                .into_iter()
-                .map(|(k, v)| (Value::String(k), v))
-                .collect(),
-            Value::Null => Vec::new(),
+        let v = self.commands(&pipe.cmds, dot)?;
+        let keyed = pipe.vars.len() >= 2;
+        let ran = match &*v {
+            Value::Array(items) => {
+                for i in 0..items.len() {
+                    let key = if keyed {
+                        Val::fresh(Value::from(i), &self.meter)
+                    } else {
+                        Val::null()
+                    };
+                    let item = v.get(&self.meter, |v| v.get(i));
+                    if self.iteration(pipe, body, key, item, out)? {
+                        break;
+                    }
+                }
+                !items.is_empty()
+            }
+            Value::Object(map) => {
+                for k in map.keys() {
+                    let key = if keyed {
+                        Val::fresh(Value::String(k.clone()), &self.meter)
+                    } else {
+                        Val::null()
+                    };
+                    let item = v.get(&self.meter, |v| v.get(k));
+                    if self.iteration(pipe, body, key, item, out)? {
+                        break;
+                    }
+                }
+                !map.is_empty()
+            }
+            Value::Null => false,
             Value::Number(n) => {
                 let count = n
                     .as_i64()
                     .ok_or_else(|| err(format!("range can't iterate over {n}")))?;
-                (0..count.max(0))
-                    .map(|i| (Value::from(i), Value::from(i)))
-                    .collect()
+                for i in 0..count.max(0) {
+                    let item = Val::fresh(Value::from(i), &self.meter);
+                    if self.iteration(pipe, body, item.clone(), item, out)? {
+                        break;
+                    }
+                }
+                count > 0
             }
             other => {
                 return Err(err(format!(
                     "range can't iterate over {}",
-                    funcs::type_name(&other)
+                    funcs::type_name(other)
                 )));
             }
         };
-        if items.is_empty() {
-            return self.nodes(otherwise, dot, out);
+        if ran {
+            Ok(Flow::Normal)
+        } else {
+            self.nodes(otherwise, dot, out)
         }
-        for (key, value) in items {
-            self.step()?;
-            let mark = self.vars.len();
-            match pipe.vars.as_slice() {
-                [] => {}
-                [one] => self.set_var(one, value.clone(), pipe.assign)?,
-                [k, v, ..] => {
-                    self.set_var(k, key, pipe.assign)?;
-                    self.set_var(v, value.clone(), pipe.assign)?;
-                }
-            }
-            let flow = self.nodes(body, &Dot::Val(value), out)?;
-            self.vars.truncate(mark);
-            if matches!(flow, Flow::Break) {
-                break;
-            }
-        }
-        Ok(Flow::Normal)
     }
 
-    fn set_var(&mut self, name: &str, value: Value, assign: bool) -> Result<(), TemplateError> {
+    /// One item of a `range`; true when the body says `break`.
+    fn iteration(
+        &mut self,
+        pipe: &'c Pipe,
+        body: &'c [Node],
+        key: Val<'c>,
+        value: Val<'c>,
+        out: &mut String,
+    ) -> Result<bool, TemplateError> {
+        self.step()?;
+        let mark = self.vars.len();
+        match pipe.vars.as_slice() {
+            [] => {}
+            [one] => self.set_var(one, value.clone(), pipe.assign)?,
+            [k, v, ..] => {
+                self.set_var(k, key, pipe.assign)?;
+                self.set_var(v, value.clone(), pipe.assign)?;
+            }
+        }
+        let flow = self.nodes(body, &Dot::Val(value), out)?;
+        self.vars.truncate(mark);
+        Ok(matches!(flow, Flow::Break))
+    }
+
+    fn set_var(&mut self, name: &str, value: Val<'c>, assign: bool) -> Result<(), TemplateError> {
         if assign {
             let slot = self
                 .vars
@@ -226,19 +296,29 @@ impl<'c> Eval<'c> {
         Ok(())
     }
 
-    fn pipe(&mut self, pipe: &Pipe, dot: &Dot) -> Result<Value, TemplateError> {
-        let mut piped: Option<Value> = None;
-        for cmd in &pipe.cmds {
-            piped = Some(self.cmd(cmd, dot, piped)?);
-        }
-        let v = piped.unwrap_or(Value::Null);
+    fn pipe(&mut self, pipe: &'c Pipe, dot: &Dot<'c>) -> Result<Val<'c>, TemplateError> {
+        let v = self.commands(&pipe.cmds, dot)?;
         for name in &pipe.vars {
             self.set_var(name, v.clone(), pipe.assign)?;
         }
         Ok(v)
     }
 
-    fn cmd(&mut self, cmd: &Cmd, dot: &Dot, piped: Option<Value>) -> Result<Value, TemplateError> {
+    /// A pipeline's commands, each one's value passed to the next.
+    fn commands(&mut self, cmds: &'c [Cmd], dot: &Dot<'c>) -> Result<Val<'c>, TemplateError> {
+        let mut piped: Option<Val<'c>> = None;
+        for cmd in cmds {
+            piped = Some(self.cmd(cmd, dot, piped)?);
+        }
+        Ok(piped.unwrap_or_else(Val::null))
+    }
+
+    fn cmd(
+        &mut self,
+        cmd: &'c Cmd,
+        dot: &Dot<'c>,
+        piped: Option<Val<'c>>,
+    ) -> Result<Val<'c>, TemplateError> {
         self.step()?;
         match &cmd.args[0] {
             Arg::Func(name) if funcs::LAZY.contains(&name.as_str()) => {
@@ -248,7 +328,7 @@ impl<'c> Eval<'c> {
                     return Err(err(format!("{name} needs at least one argument")));
                 }
                 let want = name == "or";
-                let mut last = Value::Null;
+                let mut last = Val::null();
                 for arg in rest {
                     last = self.arg(arg, dot)?;
                     if truthy(&last) == want {
@@ -282,9 +362,9 @@ impl<'c> Eval<'c> {
         }
     }
 
-    fn arg(&mut self, arg: &Arg, dot: &Dot) -> Result<Value, TemplateError> {
+    fn arg(&mut self, arg: &'c Arg, dot: &Dot<'c>) -> Result<Val<'c>, TemplateError> {
         match arg {
-            Arg::Literal(v) => Ok(v.clone()),
+            Arg::Literal(v) => Ok(Val::Ref(v)),
             Arg::Func(name) => {
                 if funcs::LAZY.contains(&name.as_str()) {
                     return Err(err(format!("{name} needs arguments")));
@@ -303,34 +383,42 @@ impl<'c> Eval<'c> {
                     .find(|(n, _)| n == name)
                     .map(|(_, v)| v.clone())
                     .ok_or_else(|| err(format!("undefined variable: {name}")))?;
-                walk(&v, chain)
+                self.walk(&v, chain)
             }
             Arg::Sub(pipe, chain) => {
                 let mark = self.vars.len();
                 let v = self.pipe(pipe, dot)?;
                 self.vars.truncate(mark);
-                walk(&v, chain)
+                self.walk(&v, chain)
             }
         }
     }
 
-    fn field(&self, dot: &Dot, chain: &[String]) -> Result<Value, TemplateError> {
+    fn field(&self, dot: &Dot<'c>, chain: &[String]) -> Result<Val<'c>, TemplateError> {
         match dot {
-            Dot::Val(v) => walk(v, chain),
+            Dot::Val(v) => self.walk(v, chain),
             Dot::Root => match chain.split_first() {
-                None => Ok(self.root()),
-                Some((first, rest)) if first == "ork" => walk(&self.ctx.facts.as_value(), rest),
-                Some(_) => walk(self.ctx.data, chain),
+                None => Ok(Val::Ref(self.root())),
+                Some((first, rest)) if first == "ork" => self.walk(&Val::Ref(self.ork()), rest),
+                Some(_) => self.walk(&Val::Ref(self.ctx.data), chain),
             },
         }
     }
 
-    fn call(&mut self, name: &str, args: Vec<Value>) -> Result<Value, TemplateError> {
+    /// Follows `.a.b` from `v`; a missing key (at any depth) is nil.
+    fn walk(&self, v: &Val<'c>, chain: &[String]) -> Result<Val<'c>, TemplateError> {
+        if chain.is_empty() {
+            return Ok(v.clone());
+        }
+        v.part(&self.meter, |v| walk(v, chain))
+    }
+
+    fn call(&mut self, name: &str, args: Vec<Val<'c>>) -> Result<Val<'c>, TemplateError> {
         if let Some(s) = Sentinel::from_name(name) {
             if !args.is_empty() {
                 return Err(err(format!("sentinel {name} takes no arguments")));
             }
-            return Ok(Value::Bool(
+            return Ok(Val::bool(
                 self.ctx
                     .sentinels
                     .and_then(|m| m.get(&s).copied())
@@ -338,34 +426,58 @@ impl<'c> Eval<'c> {
             ));
         }
         if let Some(note) = self.notes.and_then(|n| n.get(name)) {
-            if self.note_depth >= MAX_NOTE_DEPTH {
-                return Err(err(format!(
-                    "notes call each other more than {MAX_NOTE_DEPTH} levels deep (at {name}); is there a cycle?"
-                )));
-            }
-            let nodes = note.nodes();
-            let saved = std::mem::take(&mut self.vars);
-            self.vars.push(("$args".into(), Value::Array(args.clone())));
-            for (i, a) in args.into_iter().enumerate() {
-                self.vars.push((format!("${}", i + 1), a));
-            }
-            self.note_depth += 1;
-            let mut out = String::new();
-            let result = self.nodes(nodes, &Dot::Root, &mut out);
-            self.note_depth -= 1;
-            self.vars = saved;
-            result.map_err(|e| err(format!("in note {name}: {}", e.0)))?;
-            let out = trim_result(&out).to_string();
-            return Ok(match out.as_str() {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => Value::String(out),
-            });
+            return self.note(name, note, args);
         }
-        match funcs::call(name, args, self.ctx.facts)? {
-            Some(v) => Ok(v),
-            None => Err(err(format!("function \"{name}\" not defined"))),
+        let mark = self.meter.mark();
+        // A call reads the text it is given (compares, scans, parses, copies it).
+        for a in &args {
+            if let Value::String(s) = &**a {
+                self.meter.charge_len(s);
+            }
         }
+        let v = match funcs::call(name, args, self.ctx.facts, &self.meter)? {
+            Some(v) => v,
+            None => return Err(err(format!("function \"{name}\" not defined"))),
+        };
+        self.meter.forgive_since(mark);
+        self.within_budget()?;
+        Ok(v)
+    }
+
+    /// A note: its template rendered over the root data, its text the value (`true`/`false`
+    /// as booleans); `$1`… are the arguments and `$args` their list.
+    fn note(
+        &mut self,
+        name: &str,
+        note: &'c super::context::Note,
+        args: Vec<Val<'c>>,
+    ) -> Result<Val<'c>, TemplateError> {
+        if self.note_depth >= MAX_NOTE_DEPTH {
+            return Err(err(format!(
+                "notes call each other more than {MAX_NOTE_DEPTH} levels deep (at {name}); is there a cycle?"
+            )));
+        }
+        let saved = std::mem::take(&mut self.vars);
+        if note.uses_args {
+            let list = Value::Array(args.iter().map(|a| (**a).clone()).collect());
+            self.vars
+                .push(("$args".into(), Val::fresh(list, &self.meter)));
+        }
+        for (i, a) in args.into_iter().enumerate() {
+            self.vars.push((format!("${}", i + 1), a));
+        }
+        self.note_depth += 1;
+        let mut out = String::new();
+        let result = self.nodes(note.template.nodes(), &Dot::Root, &mut out);
+        self.note_depth -= 1;
+        self.vars = saved;
+        result.map_err(|e| err(format!("in note {name}: {}", e.0)))?;
+        let out = trim_result(&out);
+        Ok(match out {
+            "true" => Val::bool(true),
+            "false" => Val::bool(false),
+            _ => Val::fresh(Value::String(out.to_string()), &self.meter),
+        })
     }
 }
 
@@ -390,16 +502,16 @@ fn describe(arg: &Arg) -> String {
     }
 }
 
-/// Follows `.a.b` from `v`; a missing key (at any depth) is nil.
-fn walk(v: &Value, chain: &[String]) -> Result<Value, TemplateError> {
+/// The value `.a.b` names inside `v`; `None` for a missing key (at any depth).
+fn walk<'v>(v: &'v Value, chain: &[String]) -> Result<Option<&'v Value>, TemplateError> {
     let mut cur = v;
     for key in chain {
         cur = match cur {
             Value::Object(m) => match m.get(key) {
                 Some(next) => next,
-                None => return Ok(Value::Null),
+                None => return Ok(None),
             },
-            Value::Null => return Ok(Value::Null),
+            Value::Null => return Ok(None),
             other => {
                 return Err(err(format!(
                     "can't evaluate field {key} in type {}",
@@ -408,5 +520,5 @@ fn walk(v: &Value, chain: &[String]) -> Result<Value, TemplateError> {
             }
         };
     }
-    Ok(cur.clone())
+    Ok(Some(cur))
 }

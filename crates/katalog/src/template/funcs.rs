@@ -3,9 +3,13 @@
 //! data encodings, `inCluster`). Arguments are converted leniently (a missing value is the
 //! zero value) where Go would stop with a type error.
 
+use std::collections::{BTreeSet, HashSet};
+
 use serde_json::{Map, Number, Value};
 
+use super::pick;
 use super::print::{self, text};
+use super::value::{Meter, NODE_BYTES, Val, same};
 use super::{Facts, TemplateError};
 
 /// Longest string a function may build (`repeat`, `printf` widths…): templates render into
@@ -213,14 +217,14 @@ pub fn truthy(v: &Value) -> bool {
 }
 
 /// Orkestra's `empty`: nil, "", 0, false, empty list or map (or a stray `<no value>`).
-fn empty(v: &Value) -> bool {
+pub(super) fn empty(v: &Value) -> bool {
     match v {
         Value::String(s) => s.is_empty() || s == "<no value>",
         other => !truthy(other),
     }
 }
 
-fn arity(name: &str, args: &[Value], n: usize) -> Result<(), TemplateError> {
+pub(super) fn arity<T>(name: &str, args: &[T], n: usize) -> Result<(), TemplateError> {
     if args.len() == n {
         Ok(())
     } else {
@@ -232,7 +236,7 @@ fn arity(name: &str, args: &[Value], n: usize) -> Result<(), TemplateError> {
     }
 }
 
-fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), TemplateError> {
+pub(super) fn at_least<T>(name: &str, args: &[T], n: usize) -> Result<(), TemplateError> {
     if args.len() >= n {
         Ok(())
     } else {
@@ -244,8 +248,13 @@ fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), TemplateError> {
     }
 }
 
-fn string(v: &Value) -> String {
-    text(v)
+/// `v` as text (`%v`); converting anything but a string costs the text it makes (the string
+/// a call is given is charged by the call).
+pub(super) fn string(m: &Meter, v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => print::text_in(other, m),
+    }
 }
 
 fn to_f64(v: &Value) -> Option<f64> {
@@ -257,7 +266,7 @@ fn to_f64(v: &Value) -> Option<f64> {
     }
 }
 
-fn int_arg(name: &str, v: &Value) -> Result<i64, TemplateError> {
+pub(super) fn int_arg(name: &str, v: &Value) -> Result<i64, TemplateError> {
     match v {
         Value::Number(n) => n
             .as_i64()
@@ -272,7 +281,7 @@ fn int_arg(name: &str, v: &Value) -> Result<i64, TemplateError> {
     }
 }
 
-fn bool_arg(name: &str, v: &Value) -> Result<bool, TemplateError> {
+pub(super) fn bool_arg(name: &str, v: &Value) -> Result<bool, TemplateError> {
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Null => Ok(false),
@@ -291,7 +300,7 @@ fn native(f: f64) -> Value {
     }
 }
 
-fn numbers(name: &str, args: &[Value]) -> Result<Vec<f64>, TemplateError> {
+fn numbers(name: &str, args: &[&Value]) -> Result<Vec<f64>, TemplateError> {
     args.iter()
         .map(|a| to_f64(a).ok_or_else(|| err(format!("{name}: non-numeric argument {}", text(a)))))
         .collect()
@@ -305,8 +314,8 @@ fn limit(s: String) -> Result<Value, TemplateError> {
 }
 
 /// Go's `eq` for two operands, lenient across numbers and their text.
-pub fn equal(a: &Value, b: &Value) -> bool {
-    if a == b {
+pub fn equal(m: &Meter, a: &Value, b: &Value) -> bool {
+    if same(m, a, b) {
         return true;
     }
     match (a, b) {
@@ -333,22 +342,19 @@ pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     }
 }
 
-fn object_field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+pub(super) fn object_field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
     obj.as_object().and_then(|m| m.get(key))
 }
 
-fn meta(obj: &Value) -> Value {
-    match object_field(obj, "metadata") {
-        Some(m @ Value::Object(_)) => m.clone(),
-        _ => Value::Object(Map::new()),
-    }
+/// `obj.key` when it is a map: Orkestra's `meta`, `spec` and `status` see an absent or
+/// mistyped one as an empty map.
+pub(super) fn section<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+    object_field(obj, key).filter(|v| v.is_object())
 }
 
-fn section(obj: &Value, key: &str) -> Value {
-    match object_field(obj, key) {
-        Some(m @ Value::Object(_)) => m.clone(),
-        _ => Value::Object(Map::new()),
-    }
+/// `obj.section.key`, through [`section`].
+fn field_in<'a>(obj: &'a Value, section_key: &str, key: &str) -> Option<&'a Value> {
+    section(obj, section_key).and_then(|s| object_field(s, key))
 }
 
 fn meta_str(obj: &Value, key: &str) -> Value {
@@ -395,19 +401,31 @@ pub fn type_name(v: &Value) -> &'static str {
     type_of(v)
 }
 
-fn parse_structured(s: &str) -> Option<Value> {
-    serde_json::from_str(s)
-        .ok()
-        .or_else(|| serde_saphyr::from_str::<Value>(s).ok())
+/// `s` read as JSON, else as YAML (which reads many times slower per byte, and is charged so).
+pub(super) fn parse_structured(m: &Meter, s: &str) -> Option<Value> {
+    serde_json::from_str(s).ok().or_else(|| {
+        m.charge(32 * s.len() as u64);
+        serde_saphyr::from_str::<Value>(s).ok()
+    })
 }
 
-/// Calls built-in `name`; `Ok(None)` when no such built-in exists.
-pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>, TemplateError> {
-    let a = &args;
+/// Calls built-in `name`; `Ok(None)` when no such built-in exists. What it makes is charged to
+/// `m`; what it returns of its arguments is passed on, not copied.
+pub fn call<'c>(
+    name: &str,
+    args: Vec<Val<'c>>,
+    facts: &Facts,
+    m: &Meter,
+) -> Result<Option<Val<'c>>, TemplateError> {
+    if let Some(v) = pick::call(name, &args, m)? {
+        return Ok(Some(v));
+    }
+    let refs: Vec<&Value> = args.iter().map(|v| &**v).collect();
+    let a = refs.as_slice();
     let v = match name {
         "not" => {
             arity(name, a, 1)?;
-            Value::Bool(!truthy(&a[0]))
+            Value::Bool(!truthy(a[0]))
         }
         "len" => {
             arity(name, a, 1)?;
@@ -417,38 +435,6 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 Value::Object(m) => m.len(),
                 _ => 0,
             })
-        }
-        "index" => {
-            at_least(name, a, 1)?;
-            let mut cur = a[0].clone();
-            for key in &a[1..] {
-                cur = match (&cur, key) {
-                    (Value::Null, _) => Value::Null,
-                    (Value::Object(m), k) => m.get(&string(k)).cloned().unwrap_or(Value::Null),
-                    (Value::Array(items), k) => {
-                        let i = int_arg(name, k)?;
-                        usize::try_from(i)
-                            .ok()
-                            .and_then(|i| items.get(i))
-                            .cloned()
-                            .ok_or_else(|| {
-                                err(format!("index out of range: {i} (length {})", items.len()))
-                            })?
-                    }
-                    (Value::String(s), k) => {
-                        let i = int_arg(name, k)?;
-                        usize::try_from(i)
-                            .ok()
-                            .and_then(|i| s.as_bytes().get(i))
-                            .map(|b| Value::from(*b))
-                            .ok_or_else(|| err(format!("index out of range: {i}")))?
-                    }
-                    (other, _) => {
-                        return Err(err(format!("can't index item of type {}", type_of(other))));
-                    }
-                };
-            }
-            cur
         }
         "slice" => {
             at_least(name, a, 1)?;
@@ -462,7 +448,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
             let len = match &a[0] {
                 Value::String(s) => s.len(),
                 Value::Array(x) => x.len(),
-                Value::Null if idx.is_empty() => return Ok(Some(Value::Null)),
+                Value::Null if idx.is_empty() => return Ok(Some(Val::null())),
                 other => return Err(err(format!("can't slice item of type {}", type_of(other)))),
             };
             let to_usize = |i: i64| usize::try_from(i).ok().filter(|i| *i <= len);
@@ -489,27 +475,27 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 _ => Value::Null,
             }
         }
-        "print" => limit(print::sprint(a))?,
-        "println" => limit(print::sprintln(a))?,
+        "print" => limit(print::sprint(a, MAX_STRING, m))?,
+        "println" => limit(print::sprintln(a, MAX_STRING, m))?,
         "printf" => {
             at_least(name, a, 1)?;
-            limit(print::sprintf(&string(&a[0]), &a[1..]))?
+            limit(print::sprintf(&string(m, a[0]), &a[1..], MAX_STRING, m))?
         }
         "eq" => {
             at_least(name, a, 2)?;
-            Value::Bool(a[1..].iter().any(|b| equal(&a[0], b)))
+            Value::Bool(a[1..].iter().any(|b| equal(m, a[0], b)))
         }
         "ne" => {
             arity(name, a, 2)?;
-            Value::Bool(!equal(&a[0], &a[1]))
+            Value::Bool(!equal(m, a[0], a[1]))
         }
         "lt" | "le" | "gt" | "ge" => {
             arity(name, a, 2)?;
-            let ord = compare(&a[0], &a[1]).ok_or_else(|| {
+            let ord = compare(a[0], a[1]).ok_or_else(|| {
                 err(format!(
                     "{name}: incompatible types for comparison ({} and {})",
-                    type_of(&a[0]),
-                    type_of(&a[1])
+                    type_of(a[0]),
+                    type_of(a[1])
                 ))
             })?;
             Value::Bool(match name {
@@ -519,62 +505,66 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 _ => ord.is_ge(),
             })
         }
-        "html" => Value::String(html_escape(&print::sprint(a))),
-        "js" => Value::String(js_escape(&print::sprint(a))),
-        "urlquery" => Value::String(url_query_escape(&print::sprint(a))),
+        "html" => limit(html_escape(&print::sprint(a, MAX_STRING, m)))?,
+        "js" => limit(js_escape(&print::sprint(a, MAX_STRING, m)))?,
+        "urlquery" => limit(url_query_escape(&print::sprint(a, MAX_STRING, m)))?,
 
         "lower" | "toLower" => {
             arity(name, a, 1)?;
-            Value::String(string(&a[0]).to_lowercase())
+            Value::String(string(m, a[0]).to_lowercase())
         }
         "upper" | "toUpper" => {
             arity(name, a, 1)?;
-            Value::String(string(&a[0]).to_uppercase())
+            Value::String(string(m, a[0]).to_uppercase())
         }
         "quote" => {
             arity(name, a, 1)?;
-            Value::String(print::quote(&string(&a[0])))
+            Value::String(print::quote(&string(m, a[0])))
         }
         "trimSpace" => {
             arity(name, a, 1)?;
-            Value::String(string(&a[0]).trim().to_string())
+            Value::String(string(m, a[0]).trim().to_string())
         }
         "trim" => match a.len() {
             // ork's one-argument trim, Orkestra's strings.Trim(s, cutset)
-            1 => Value::String(string(&a[0]).trim().to_string()),
+            1 => Value::String(string(m, a[0]).trim().to_string()),
             2 => {
-                let cut: Vec<char> = string(&a[1]).chars().collect();
-                Value::String(string(&a[0]).trim_matches(|c| cut.contains(&c)).to_string())
+                let cut: BTreeSet<char> = string(m, a[1]).chars().collect();
+                Value::String(
+                    string(m, a[0])
+                        .trim_matches(|c| cut.contains(&c))
+                        .to_string(),
+                )
             }
             n => return Err(err(format!("trim takes 1 or 2 arguments, got {n}"))),
         },
         "trimPrefix" => {
             arity(name, a, 2)?;
-            let s = string(&a[0]);
-            let p = string(&a[1]);
+            let s = string(m, a[0]);
+            let p = string(m, a[1]);
             Value::String(s.strip_prefix(p.as_str()).unwrap_or(&s).to_string())
         }
         "trimSuffix" => {
             arity(name, a, 2)?;
-            let s = string(&a[0]);
-            let p = string(&a[1]);
+            let s = string(m, a[0]);
+            let p = string(m, a[1]);
             Value::String(s.strip_suffix(p.as_str()).unwrap_or(&s).to_string())
         }
         "hasPrefix" => {
             arity(name, a, 2)?;
-            Value::Bool(string(&a[0]).starts_with(&string(&a[1])))
+            Value::Bool(string(m, a[0]).starts_with(&string(m, a[1])))
         }
         "hasSuffix" => {
             arity(name, a, 2)?;
-            Value::Bool(string(&a[0]).ends_with(&string(&a[1])))
+            Value::Bool(string(m, a[0]).ends_with(&string(m, a[1])))
         }
         "contains" => {
             arity(name, a, 2)?;
-            Value::Bool(string(&a[0]).contains(&string(&a[1])))
+            Value::Bool(string(m, a[0]).contains(&string(m, a[1])))
         }
         "replace" => {
             arity(name, a, 3)?;
-            let (s, old, new) = (string(&a[0]), string(&a[1]), string(&a[2]));
+            let (s, old, new) = (string(m, a[0]), string(m, a[1]), string(m, a[2]));
             let grows = new.len().saturating_sub(old.len().max(1));
             if s.len().saturating_add(grows.saturating_mul(s.len() + 1)) > MAX_STRING {
                 return Err(err(format!("the result is longer than {MAX_STRING} bytes")));
@@ -583,11 +573,11 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         "split" => {
             arity(name, a, 2)?;
-            let s = string(&a[0]);
+            let s = string(m, a[0]);
             if s.is_empty() {
                 Value::Array(Vec::new())
             } else {
-                let sep = string(&a[1]);
+                let sep = string(m, a[1]);
                 let parts: Vec<Value> = if sep.is_empty() {
                     s.chars().map(|c| Value::String(c.to_string())).collect()
                 } else {
@@ -601,16 +591,16 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         "join" => {
             arity(name, a, 2)?;
             let items: Vec<String> = match &a[0] {
-                Value::Array(x) => x.iter().map(string).collect(),
+                Value::Array(x) => x.iter().map(|v| string(m, v)).collect(),
                 Value::Null => Vec::new(),
-                other => vec![string(other)],
+                other => vec![string(m, other)],
             };
-            limit(items.join(&string(&a[1])))?
+            limit(items.join(&string(m, a[1])))?
         }
         "repeat" => {
             arity(name, a, 2)?;
-            let s = string(&a[0]);
-            let n = int_arg(name, &a[1])?;
+            let s = string(m, a[0]);
+            let n = int_arg(name, a[1])?;
             let n = usize::try_from(n).map_err(|_| err("repeat: negative count"))?;
             if s.len().saturating_mul(n) > MAX_STRING {
                 return Err(err(format!(
@@ -621,12 +611,12 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         "camelToKebab" => {
             arity(name, a, 1)?;
-            Value::String(camel_to_kebab(&string(&a[0])))
+            Value::String(camel_to_kebab(&string(m, a[0])))
         }
         "truncate" => {
             arity(name, a, 2)?;
-            let s = string(&a[0]);
-            let n = usize::try_from(int_arg(name, &a[1])?).unwrap_or(0);
+            let s = string(m, a[0]);
+            let n = usize::try_from(int_arg(name, a[1])?).unwrap_or(0);
             Value::String(if s.len() <= n {
                 s
             } else if n <= 3 {
@@ -637,8 +627,8 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         "truncateName" => {
             arity(name, a, 2)?;
-            let s = string(&a[0]);
-            let n = usize::try_from(int_arg(name, &a[1])?).unwrap_or(0);
+            let s = string(m, a[0]);
+            let n = usize::try_from(int_arg(name, a[1])?).unwrap_or(0);
             Value::String(byte_prefix(&s, n))
         }
 
@@ -679,54 +669,13 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
             native(numbers(name, a)?[0].abs())
         }
 
-        "ternary" => {
-            arity(name, a, 3)?;
-            if truthy(&a[0]) {
-                a[1].clone()
-            } else {
-                a[2].clone()
-            }
-        }
-        "boolTernary" => {
-            arity(name, a, 3)?;
-            if bool_arg(name, &a[0])? {
-                a[1].clone()
-            } else {
-                a[2].clone()
-            }
-        }
-        "boolDefault" => {
-            arity(name, a, 2)?;
-            match &a[0] {
-                Value::Bool(b) => Value::Bool(*b),
-                _ => Value::Bool(bool_arg(name, &a[1])?),
-            }
-        }
-        "eqTernary" => {
-            arity(name, a, 4)?;
-            if string(&a[0]) == string(&a[1]) {
-                a[2].clone()
-            } else {
-                a[3].clone()
-            }
-        }
-        "coalesce" => a.iter().find(|v| !empty(v)).cloned().unwrap_or(Value::Null),
-        "default" => {
-            // {{ default "x" .v }} and {{ .v | default "x" }}: the fallback comes first.
-            arity(name, a, 2)?;
-            if empty(&a[1]) {
-                a[0].clone()
-            } else {
-                a[1].clone()
-            }
-        }
         "empty" => {
             arity(name, a, 1)?;
-            Value::Bool(empty(&a[0]))
+            Value::Bool(empty(a[0]))
         }
         "notEmpty" => {
             arity(name, a, 1)?;
-            Value::Bool(!empty(&a[0]))
+            Value::Bool(!empty(a[0]))
         }
 
         "toInt" => {
@@ -741,8 +690,8 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         "toFloat" => {
             arity(name, a, 1)?;
-            let f = to_f64(&a[0])
-                .ok_or_else(|| err(format!("toFloat: cannot convert {}", text(&a[0]))))?;
+            let f = to_f64(a[0])
+                .ok_or_else(|| err(format!("toFloat: cannot convert {}", text(a[0]))))?;
             Number::from_f64(f).map_or(Value::Null, Value::Number)
         }
         "toBool" => {
@@ -760,20 +709,18 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 other => return Err(err(format!("toBool: cannot convert {}", type_of(other)))),
             })
         }
-        "toString" => {
-            arity(name, a, 1)?;
-            Value::String(string(&a[0]))
-        }
         "toJson" | "toJSON" => {
             arity(name, a, 1)?;
-            Value::String(serde_json::to_string(&a[0]).unwrap_or_else(|_| "{}".into()))
+            Value::String(serde_json::to_string(a[0]).unwrap_or_else(|_| "{}".into()))
         }
         "toList" => {
             arity(name, a, 1)?;
-            let s = string(&a[0]);
+            let s = string(m, a[0]);
             let mut seen = Vec::new();
+            let mut unique = HashSet::new();
             for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                if !seen.contains(&part) {
+                m.charge(2 * NODE_BYTES);
+                if unique.insert(part) {
                     seen.push(part);
                 }
             }
@@ -781,7 +728,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         "typeOf" => {
             arity(name, a, 1)?;
-            Value::String(type_of(&a[0]).into())
+            Value::String(type_of(a[0]).into())
         }
         "typeMap" | "typeList" | "typeString" | "typeNumber" | "typeBool" | "typeNull" => {
             arity(name, a, 1)?;
@@ -793,7 +740,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 "typeBool" => "bool",
                 _ => "null",
             };
-            Value::Bool(type_of(&a[0]) == want)
+            Value::Bool(type_of(a[0]) == want)
         }
         "isEmpty" => {
             arity(name, a, 1)?;
@@ -819,25 +766,10 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
 
         "listHas" => {
             arity(name, a, 2)?;
-            Value::Bool(a[0].as_array().is_some_and(|x| x.contains(&a[1])))
-        }
-        "listGet" => {
-            arity(name, a, 2)?;
-            let i = int_arg(name, &a[1])?;
-            a[0].as_array()
-                .and_then(|x| usize::try_from(i).ok().and_then(|i| x.get(i)))
-                .cloned()
-                .unwrap_or(Value::Null)
-        }
-        "listLen" => {
-            arity(name, a, 1)?;
-            Value::from(a[0].as_array().map_or(0, Vec::len))
-        }
-        "mapGet" => {
-            arity(name, a, 2)?;
-            object_field(&a[0], &string(&a[1]))
-                .cloned()
-                .unwrap_or(Value::Null)
+            Value::Bool(
+                a[0].as_array()
+                    .is_some_and(|x| x.iter().any(|i| same(m, i, a[1]))),
+            )
         }
         "mapKeys" => {
             arity(name, a, 1)?;
@@ -857,63 +789,20 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         "mapPick" | "mapOmit" => {
             at_least(name, a, 1)?;
-            let keys: Vec<String> = a[1..].iter().map(string).collect();
-            let keep = |k: &String| keys.contains(k) == (name == "mapPick");
-            Value::Object(
-                a[0].as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter(|(k, _)| keep(k))
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            )
-        }
-        "asList" => {
-            arity(name, a, 1)?;
-            match &a[0] {
-                Value::Array(x) => Value::Array(x.clone()),
-                Value::String(s) => match parse_structured(s) {
-                    Some(Value::Array(x)) => Value::Array(x),
-                    _ => Value::Array(Vec::new()),
-                },
-                _ => Value::Array(Vec::new()),
-            }
-        }
-        "asMap" => {
-            arity(name, a, 1)?;
-            match &a[0] {
-                Value::Object(m) => Value::Object(m.clone()),
-                Value::String(s) => match parse_structured(s) {
-                    Some(Value::Object(m)) => Value::Object(m),
-                    _ => Value::Object(Map::new()),
-                },
-                _ => Value::Object(Map::new()),
-            }
-        }
-        "asString" => {
-            arity(name, a, 1)?;
-            match &a[0] {
-                Value::String(s) => Value::String(s.clone()),
-                other => Value::String(serde_json::to_string(other).unwrap_or_default()),
-            }
-        }
-
-        "getOr" => {
-            arity(name, a, 2)?;
-            if empty(&a[0]) {
-                a[1].clone()
-            } else {
-                a[0].clone()
-            }
-        }
-        "getStringOr" => {
-            arity(name, a, 2)?;
-            match &a[0] {
-                Value::String(s) if !s.is_empty() => Value::String(s.clone()),
-                _ => Value::String(string(&a[1])),
-            }
+            let keys: BTreeSet<String> = a[1..].iter().map(|v| string(m, v)).collect();
+            Value::Object(match a[0].as_object() {
+                None => Map::new(),
+                // Picking looks its keys up; omitting goes through the map and keeps most of it.
+                Some(map) if name == "mapPick" => keys
+                    .iter()
+                    .filter_map(|k| map.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect(),
+                Some(map) => map
+                    .iter()
+                    .filter(|(k, _)| !keys.contains(*k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })
         }
         "getIntOr" => {
             arity(name, a, 2)?;
@@ -922,47 +811,36 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                     n.as_i64()
                         .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64),
                 ),
-                _ => Value::from(int_arg(name, &a[1])?),
+                _ => Value::from(int_arg(name, a[1])?),
             }
         }
         "getBoolOr" => {
             arity(name, a, 2)?;
             match &a[0] {
                 Value::Bool(b) => Value::Bool(*b),
-                _ => Value::Bool(bool_arg(name, &a[1])?),
+                _ => Value::Bool(bool_arg(name, a[1])?),
             }
         }
 
-        "meta" => {
-            arity(name, a, 1)?;
-            meta(&a[0])
-        }
         "name" | "resourceName" => {
             arity(name, a, 1)?;
-            meta_str(&a[0], "name")
+            meta_str(a[0], "name")
         }
         "namespace" | "resourceNamespace" => {
             arity(name, a, 1)?;
-            meta_str(&a[0], "namespace")
+            meta_str(a[0], "namespace")
         }
         "resourceUID" => {
             arity(name, a, 1)?;
-            meta_str(&a[0], "uid")
+            meta_str(a[0], "uid")
         }
         "resourceVersion" => {
             arity(name, a, 1)?;
-            meta_str(&a[0], "resourceVersion")
+            meta_str(a[0], "resourceVersion")
         }
         "creationTimestamp" => {
             arity(name, a, 1)?;
-            meta_str(&a[0], "creationTimestamp")
-        }
-        "labels" | "annotations" => {
-            arity(name, a, 1)?;
-            match object_field(&meta(&a[0]), name) {
-                Some(m @ Value::Object(_)) => m.clone(),
-                _ => Value::Object(Map::new()),
-            }
+            meta_str(a[0], "creationTimestamp")
         }
         "getLabel" | "getAnnotation" => {
             arity(name, a, 2)?;
@@ -971,7 +849,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
             } else {
                 "annotations"
             };
-            Value::String(meta_map_get(&a[0], map, &string(&a[1])))
+            Value::String(meta_map_get(a[0], map, &string(m, a[1])))
         }
         "getLabelInt" | "getAnnotationInt" => {
             arity(name, a, 2)?;
@@ -981,7 +859,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 "annotations"
             };
             Value::from(
-                meta_map_get(&a[0], map, &string(&a[1]))
+                meta_map_get(a[0], map, &string(m, a[1]))
                     .trim()
                     .parse::<i64>()
                     .unwrap_or(0),
@@ -994,7 +872,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
             } else {
                 "annotations"
             };
-            Value::Bool(!meta_map_get(&a[0], map, &string(&a[1])).is_empty())
+            Value::Bool(!meta_map_get(a[0], map, &string(m, a[1])).is_empty())
         }
         "labelMatches" => {
             at_least(name, a, 1)?;
@@ -1002,31 +880,25 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
             Value::Bool(
                 pairs.len().is_multiple_of(2)
                     && pairs.chunks(2).all(|kv| {
-                        let got = object_field(&meta(&a[0]), "labels")
-                            .and_then(|l| object_field(l, &string(&kv[0])))
+                        let got = field_in(a[0], "metadata", "labels")
+                            .and_then(|l| object_field(l, &string(m, kv[0])))
                             .and_then(Value::as_str)
                             .map(str::to_string);
-                        got == Some(string(&kv[1]))
+                        got == Some(string(m, kv[1]))
                     }),
             )
         }
-        "spec" | "status" => {
-            arity(name, a, 1)?;
-            section(&a[0], name)
-        }
         "getStatus" => {
             arity(name, a, 2)?;
-            Value::String(
-                match object_field(&section(&a[0], "status"), &string(&a[1])) {
-                    None | Some(Value::Null | Value::Object(_) | Value::Array(_)) => String::new(),
-                    Some(v) => string(v),
-                },
-            )
+            Value::String(match field_in(a[0], "status", &string(m, a[1])) {
+                None | Some(Value::Null | Value::Object(_) | Value::Array(_)) => String::new(),
+                Some(v) => string(m, v),
+            })
         }
         "hasStatus" => {
             arity(name, a, 2)?;
             Value::Bool(
-                object_field(&section(&a[0], "status"), &string(&a[1])).is_some_and(|v| match v {
+                field_in(a[0], "status", &string(m, a[1])).is_some_and(|v| match v {
                     Value::Null => false,
                     Value::String(s) => !s.is_empty(),
                     Value::Object(m) => !m.is_empty(),
@@ -1038,30 +910,17 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         "phase" => {
             arity(name, a, 1)?;
             Value::String(
-                object_field(&section(&a[0], "status"), "phase")
+                field_in(a[0], "status", "phase")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string(),
             )
         }
-        "get" => {
-            at_least(name, a, 1)?;
-            let mut cur = a[0].clone();
-            for key in &a[1..] {
-                cur = object_field(&cur, &string(key))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                if cur.is_null() {
-                    break;
-                }
-            }
-            cur
-        }
         "ownerKind" | "ownerName" => {
             arity(name, a, 1)?;
             let field = if name == "ownerKind" { "kind" } else { "name" };
             Value::String(
-                object_field(&meta(&a[0]), "ownerReferences")
+                field_in(a[0], "metadata", "ownerReferences")
                     .and_then(Value::as_array)
                     .and_then(|o| o.first())
                     .and_then(|o| object_field(o, field))
@@ -1073,7 +932,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         "hasCondition" => {
             arity(name, a, 2)?;
             Value::Bool(
-                condition_field(&a[0], &string(&a[1]), "status")
+                condition_field(a[0], &string(m, a[1]), "status")
                     .is_some_and(|s| s.as_str() == Some("True")),
             )
         }
@@ -1085,7 +944,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 "message"
             };
             Value::String(
-                condition_field(&a[0], &string(&a[1]), field)
+                condition_field(a[0], &string(m, a[1]), field)
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default(),
             )
@@ -1100,13 +959,13 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         "isTerminating" => {
             arity(name, a, 1)?;
             Value::Bool(
-                object_field(&meta(&a[0]), "deletionTimestamp").is_some_and(|t| !t.is_null()),
+                field_in(a[0], "metadata", "deletionTimestamp").is_some_and(|t| !t.is_null()),
             )
         }
         "generation" => {
             arity(name, a, 1)?;
             Value::from(
-                object_field(&meta(&a[0]), "generation")
+                field_in(a[0], "metadata", "generation")
                     .and_then(Value::as_i64)
                     .unwrap_or(0),
             )
@@ -1114,16 +973,15 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         "observedGeneration" => {
             arity(name, a, 1)?;
             Value::from(
-                object_field(&section(&a[0], "status"), "observedGeneration")
+                field_in(a[0], "status", "observedGeneration")
                     .and_then(Value::as_i64)
                     .unwrap_or(0),
             )
         }
         "isSynced" => {
             arity(name, a, 1)?;
-            let generation = object_field(&meta(&a[0]), "generation").and_then(Value::as_i64);
-            let observed = object_field(&section(&a[0], "status"), "observedGeneration")
-                .and_then(Value::as_i64);
+            let generation = field_in(a[0], "metadata", "generation").and_then(Value::as_i64);
+            let observed = field_in(a[0], "status", "observedGeneration").and_then(Value::as_i64);
             Value::Bool(generation.is_some() && generation == observed)
         }
         "resourceCPU" | "resourceMemory" => {
@@ -1134,7 +992,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
                 "memory"
             };
             Value::String(
-                object_field(&section(&a[0], "spec"), "resources")
+                field_in(a[0], "spec", "resources")
                     .and_then(|r| object_field(r, "requests"))
                     .and_then(|r| object_field(r, key))
                     .and_then(Value::as_str)
@@ -1145,25 +1003,28 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
 
         "toBase64" => {
             arity(name, a, 1)?;
-            Value::String(base64_encode(string(&a[0]).as_bytes()))
+            Value::String(base64_encode(string(m, a[0]).as_bytes()))
         }
         "fromBase64" => {
             arity(name, a, 1)?;
             Value::String(
-                base64_decode(&string(&a[0]))
+                base64_decode(&string(m, a[0]))
                     .and_then(|b| String::from_utf8(b).ok())
                     .unwrap_or_default(),
             )
         }
         "sha256sum" => {
             arity(name, a, 1)?;
-            let digest = sha256(string(&a[0]).as_bytes());
+            let s = string(m, a[0]);
+            // Hashing is slower per byte than copying.
+            m.charge(8 * s.len() as u64);
+            let digest = sha256(s.as_bytes());
             Value::String(digest[..4].iter().map(|b| format!("{b:02x}")).collect())
         }
         "slugify" => {
             arity(name, a, 1)?;
             let mut out = String::new();
-            for c in string(&a[0]).to_lowercase().chars() {
+            for c in string(m, a[0]).to_lowercase().chars() {
                 let c = if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' {
                     c
                 } else {
@@ -1181,7 +1042,7 @@ pub fn call(name: &str, args: Vec<Value>, facts: &Facts) -> Result<Option<Value>
         }
         _ => return Ok(None),
     };
-    Ok(Some(v))
+    Ok(Some(Val::fresh(v, m)))
 }
 
 fn byte_prefix(s: &str, n: usize) -> String {
@@ -1381,8 +1242,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn try_f(name: &str, args: Vec<Value>) -> Result<Option<Value>, TemplateError> {
+        let args: Vec<Val<'_>> = args.into_iter().map(|v| Val::Own(v.into())).collect();
+        call(name, args, Facts::current(), &Meter::default()).map(|v| v.map(|v| (*v).clone()))
+    }
+
     fn f(name: &str, args: Vec<Value>) -> Value {
-        call(name, args, Facts::current())
+        try_f(name, args)
             .expect("call succeeds")
             .expect("function exists")
     }
@@ -1449,14 +1315,7 @@ mod tests {
             f("html", vec![json!("<a href='x'>")]),
             json!("&lt;a href=&#39;x&#39;&gt;")
         );
-        assert!(
-            call(
-                "repeat",
-                vec![json!("ab"), json!(1_000_000)],
-                Facts::current()
-            )
-            .is_err()
-        );
+        assert!(try_f("repeat", vec![json!("ab"), json!(1_000_000)]).is_err());
     }
 
     #[test]

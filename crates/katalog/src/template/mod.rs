@@ -11,7 +11,9 @@ mod context;
 mod eval;
 mod funcs;
 mod parse;
+mod pick;
 mod print;
+mod value;
 
 use std::fmt;
 use std::sync::Arc;
@@ -102,7 +104,8 @@ impl Template {
         if self.is_literal() {
             return Ok(self.source.clone());
         }
-        let mut eval = eval::Eval::new(ctx, self.notes.as_deref());
+        let cells = eval::Cells::default();
+        let mut eval = eval::Eval::new(ctx, self.notes.as_deref(), &cells);
         let out = eval.render(&self.nodes)?;
         Ok(trim_result(&out).to_string())
     }

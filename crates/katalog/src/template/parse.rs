@@ -664,6 +664,37 @@ fn commands(toks: &[Tok], pos: &mut usize, depth: usize) -> Result<Vec<Cmd>, Tem
     Ok(cmds)
 }
 
+/// Whether a node list reads or sets the variable `name`.
+pub(crate) fn uses_variable(nodes: &[Node], name: &str) -> bool {
+    fn pipe(p: &Pipe, name: &str) -> bool {
+        p.vars.iter().any(|v| v == name)
+            || p.cmds.iter().flat_map(|c| &c.args).any(|a| match a {
+                Arg::Var(v, _) => v == name,
+                Arg::Sub(p, _) => pipe(p, name),
+                Arg::Func(_) | Arg::Field(_) | Arg::Literal(_) => false,
+            })
+    }
+    nodes.iter().any(|n| match n {
+        Node::Text(_) | Node::Break | Node::Continue => false,
+        Node::Action(p) => pipe(p, name),
+        Node::If {
+            pipe: p,
+            then,
+            otherwise,
+        }
+        | Node::With {
+            pipe: p,
+            then,
+            otherwise,
+        }
+        | Node::Range {
+            pipe: p,
+            body: then,
+            otherwise,
+        } => pipe(p, name) || uses_variable(then, name) || uses_variable(otherwise, name),
+    })
+}
+
 /// Every function name a node list calls (for validation against the known set).
 pub(crate) fn called_functions(nodes: &[Node], out: &mut Vec<String>) {
     fn pipe(p: &Pipe, out: &mut Vec<String>) {

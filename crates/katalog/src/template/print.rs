@@ -3,14 +3,39 @@
 
 use serde_json::{Number, Value};
 
+use super::value::{Meter, NODE_BYTES};
+
+/// What printing a float costs besides its text: Go's shortest `%v` is slow to find.
+const FLOAT_BYTES: u64 = 256;
+
 /// Go's `%v` of a value; `nil` prints as the empty string (Orkestra strips `<no value>`).
 pub fn text(v: &Value) -> String {
+    text_in(v, &Meter::default())
+}
+
+/// [`text`], its work charged to `m`.
+pub(super) fn text_in(v: &Value, m: &Meter) -> String {
     let mut out = String::new();
-    write_value(&mut out, v, true);
+    write_value(&mut out, v, true, usize::MAX, m);
+    m.charge_len(&out);
     out
 }
 
-fn write_value(out: &mut String, v: &Value, top: bool) {
+/// The first `chars` characters of [`text`], without printing the rest.
+fn text_prefix(v: &Value, chars: usize, m: &Meter) -> String {
+    let mut out = String::new();
+    write_value(&mut out, v, true, chars.saturating_mul(4), m);
+    m.charge_len(&out);
+    out.chars().take(chars).collect()
+}
+
+/// Writes `v` to `out`, stopping soon after `out` reaches `limit` bytes; charges `m` for the
+/// nodes it prints (the text itself is the caller's to charge).
+fn write_value(out: &mut String, v: &Value, top: bool, limit: usize, m: &Meter) {
+    if out.len() >= limit {
+        return;
+    }
+    m.charge(NODE_BYTES);
     match v {
         Value::Null => {
             if !top {
@@ -18,27 +43,44 @@ fn write_value(out: &mut String, v: &Value, top: bool) {
             }
         }
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&number(n)),
-        Value::String(s) => out.push_str(s),
+        Value::Number(n) => {
+            if n.is_f64() {
+                m.charge(FLOAT_BYTES);
+            }
+            out.push_str(&number(n));
+        }
+        Value::String(s) => {
+            let mut end = s.len().min(limit.saturating_sub(out.len()));
+            while !s.is_char_boundary(end) {
+                end += 1;
+            }
+            out.push_str(&s[..end]);
+        }
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
+                if out.len() >= limit {
+                    return;
+                }
                 if i > 0 {
                     out.push(' ');
                 }
-                write_value(out, item, false);
+                write_value(out, item, false, limit, m);
             }
             out.push(']');
         }
         Value::Object(map) => {
             out.push_str("map[");
             for (i, (k, item)) in map.iter().enumerate() {
+                if out.len() >= limit {
+                    return;
+                }
                 if i > 0 {
                     out.push(' ');
                 }
                 out.push_str(k);
                 out.push(':');
-                write_value(out, item, false);
+                write_value(out, item, false, limit, m);
             }
             out.push(']');
         }
@@ -125,26 +167,45 @@ pub fn float_g(f: f64, prec: Option<usize>) -> String {
     out
 }
 
-/// Go's `fmt.Sprint`: a space between operands when neither is a string.
-pub fn sprint(args: &[Value]) -> String {
+/// Go's `fmt.Sprint`: a space between operands when neither is a string. Stops once the text
+/// is longer than `max` bytes.
+pub fn sprint(args: &[&Value], max: usize, m: &Meter) -> String {
     let mut out = String::new();
     for (i, a) in args.iter().enumerate() {
+        if out.len() > max {
+            break;
+        }
         if i > 0 && !a.is_string() && !args[i - 1].is_string() {
             out.push(' ');
         }
-        out.push_str(&text_or_nil(a));
+        out.push_str(&text_or_nil(a, m));
     }
     out
 }
 
-/// Go's `fmt.Sprintln`: spaces between all operands and a final newline.
-pub fn sprintln(args: &[Value]) -> String {
-    let parts: Vec<String> = args.iter().map(text_or_nil).collect();
-    format!("{}\n", parts.join(" "))
+/// Go's `fmt.Sprintln`: spaces between all operands and a final newline. Stops once the text
+/// is longer than `max` bytes.
+pub fn sprintln(args: &[&Value], max: usize, m: &Meter) -> String {
+    let mut out = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if out.len() > max {
+            return out;
+        }
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(&text_or_nil(a, m));
+    }
+    out.push('\n');
+    out
 }
 
-fn text_or_nil(v: &Value) -> String {
-    if v.is_null() { "<nil>".into() } else { text(v) }
+fn text_or_nil(v: &Value, m: &Meter) -> String {
+    if v.is_null() {
+        "<nil>".into()
+    } else {
+        text_in(v, m)
+    }
 }
 
 #[derive(Default)]
@@ -158,13 +219,17 @@ struct Spec {
     prec: Option<usize>,
 }
 
-/// Go's `fmt.Sprintf` for the verbs `v s q d t f F e E g G x X o b c U %`.
-pub fn sprintf(format: &str, args: &[Value]) -> String {
+/// Go's `fmt.Sprintf` for the verbs `v s q d t f F e E g G x X o b c U %`. Stops once the text
+/// is longer than `max` bytes.
+pub fn sprintf(format: &str, args: &[&Value], max: usize, m: &Meter) -> String {
     let mut out = String::new();
     let mut args = args.iter();
     let chars: Vec<char> = format.chars().collect();
     let mut i = 0;
     while i < chars.len() {
+        if out.len() > max {
+            return out;
+        }
         let c = chars[i];
         i += 1;
         if c != '%' {
@@ -209,11 +274,11 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             out.push_str(&format!("%!{verb}(MISSING)"));
             continue;
         };
-        let body = format_one(verb, &spec, arg);
+        let body = format_one(verb, &spec, arg, m);
         out.push_str(&pad(body, &spec, verb));
     }
     let extra: Vec<String> = args
-        .map(|a| format!("{}={}", go_type(a), text(a)))
+        .map(|a| format!("{}={}", go_type(a), text_in(a, m)))
         .collect();
     if !extra.is_empty() {
         out.push_str(&format!("%!(EXTRA {})", extra.join(", ")));
@@ -286,24 +351,28 @@ fn signed(s: String, negative: bool, spec: &Spec) -> String {
     }
 }
 
-fn format_one(verb: char, spec: &Spec, arg: &Value) -> String {
-    let bad = || format!("%!{verb}({}={})", go_type(arg), text(arg));
+fn format_one(verb: char, spec: &Spec, arg: &Value, m: &Meter) -> String {
+    let bad = || format!("%!{verb}({}={})", go_type(arg), text_in(arg, m));
     match verb {
         'v' => {
             if spec.plus || spec.sharp {
                 return serde_json::to_string(arg).unwrap_or_default();
             }
-            text_or_nil(arg)
+            text_or_nil(arg, m)
         }
         's' => match arg {
             Value::Number(_) | Value::Bool(_) => bad(),
-            _ => {
-                let s = text_or_nil(arg);
+            Value::Null => {
+                let s = text_or_nil(arg, m);
                 match spec.prec {
                     Some(p) => s.chars().take(p).collect(),
                     None => s,
                 }
             }
+            _ => match spec.prec {
+                Some(p) => text_prefix(arg, p, m),
+                None => text_in(arg, m),
+            },
         },
         'q' => match arg {
             Value::String(s) => quote(s),
@@ -381,7 +450,7 @@ fn format_one(verb: char, spec: &Spec, arg: &Value) -> String {
             };
             signed(body, f.is_sign_negative() && f != 0.0, spec)
         }
-        _ => format!("%!{verb}({}={})", go_type(arg), text(arg)),
+        _ => format!("%!{verb}({}={})", go_type(arg), text_in(arg, m)),
     }
 }
 
@@ -414,6 +483,31 @@ pub fn quote(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn sprintf(format: &str, args: &[Value]) -> String {
+        super::sprintf(
+            format,
+            &args.iter().collect::<Vec<_>>(),
+            usize::MAX,
+            &Meter::default(),
+        )
+    }
+
+    fn sprint(args: &[Value]) -> String {
+        super::sprint(
+            &args.iter().collect::<Vec<_>>(),
+            usize::MAX,
+            &Meter::default(),
+        )
+    }
+
+    fn sprintln(args: &[Value]) -> String {
+        super::sprintln(
+            &args.iter().collect::<Vec<_>>(),
+            usize::MAX,
+            &Meter::default(),
+        )
+    }
 
     #[test]
     fn values_print_as_go_does() {

@@ -322,3 +322,77 @@ fn quoted_braces_inside_actions_do_not_close_them() {
     assert_eq!(render("{{ \"}}\" }}", json!({})), "}}");
     assert_eq!(render("{{ `{{x}}` }}", json!({})), "{{x}}");
 }
+
+#[test]
+fn a_range_over_a_huge_count_holds_one_item_at_a_time() {
+    let cr = json!({"spec": {"n": 1_000_000_000_i64}});
+    assert_eq!(
+        render("{{ range .spec.n }}{{ break }}{{ end }}done", cr.clone()),
+        "done"
+    );
+    assert_eq!(
+        render(
+            "{{ range $i := 1000000000 }}{{ if eq $i 2 }}{{ break }}{{ end }}{{ $i }}{{ end }}",
+            cr.clone()
+        ),
+        "01"
+    );
+    assert!(render_err("{{ range .spec.n }}{{ end }}", cr).contains("steps"));
+}
+
+#[test]
+fn a_whole_object_reference_costs_one_step_over_any_cr() {
+    let large = json!({"spec": {"list": vec!["x".repeat(100); 10_000]}});
+    let started = std::time::Instant::now();
+    assert_eq!(
+        render(
+            "{{ range 100000 }}{{ if $ }}{{ $x := . }}{{ $y := index $ \"spec\" }}{{ end }}{{ end }}ok",
+            large
+        ),
+        "ok"
+    );
+    // Copying the 1 MB CR at each step took minutes; sharing it takes milliseconds.
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn work_that_grows_with_the_cr_is_charged_to_the_step_budget() {
+    let t = "{{ range 1000 }}{{ $x := toJson $ }}{{ $y := printf \"%.3s\" $.spec }}{{ end }}ok";
+    assert_eq!(render(t, json!({"spec": {"a": 1}})), "ok");
+    let large = json!({"spec": {"list": vec!["x".repeat(100); 10_000]}});
+    assert!(render_err(t, large).contains("more than 1000000 steps"));
+}
+
+#[test]
+fn values_passed_on_are_the_values_go_passes_on() {
+    let cr = json!({"metadata": {"name": "web", "labels": {"app": "x"}},
+                    "spec": {"list": [{"a": 1}, {"a": 2}], "m": {"k": "v"}}});
+    assert_eq!(
+        render(
+            "{{ $l := .spec.list }}{{ range $i, $e := $l }}{{ $i }}={{ $e.a }},{{ end }}",
+            cr.clone()
+        ),
+        "0=1,1=2,"
+    );
+    assert_eq!(
+        render(
+            "{{ $v := mapValues .spec.m }}{{ index $v 0 }} {{ range $k, $x := asMap \"{\\\"b\\\": {\\\"c\\\": 3}}\" }}{{ $k }}{{ $x.c }}{{ end }}",
+            cr.clone()
+        ),
+        "v b3"
+    );
+    assert_eq!(
+        render(
+            "{{ (labels $).app }} {{ (meta .).name }} {{ default \"d\" .spec.none }} {{ ternary true .spec.m.k 0 }} {{ get $ \"spec\" \"m\" \"k\" }}",
+            cr.clone()
+        ),
+        "x web d v v"
+    );
+    assert_eq!(
+        render(
+            "{{ eq .spec.list .spec.list }} {{ eq (index .spec.list 0) (index .spec.list 1) }} {{ printf \"%.6s\" .metadata }}",
+            cr
+        ),
+        "true false map[la"
+    );
+}
