@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Service};
+use k8s_openapi::api::events::v1::Event as SeriesEvent;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use ork_test_support::fake_service::{FakeService, Reply, webapp_answer};
 use ork_test_support::{TestNamespace, apply_yaml, client, field_managers, wait_for};
@@ -123,11 +124,23 @@ async fn undeclared_type_rejects_whole_response_and_nothing_is_applied() -> Resu
             .any(|e| e.reason.as_deref() == Some("WebAppReconcileError")
                 && e.type_.as_deref() == Some("Warning"))
     );
-    // Retried with backoff.
-    wait_for("a retry", WAIT, || async {
-        (svc.calls() >= 2).then_some(())
+    // Retried with backoff; the repeated failure is one event object with a series count.
+    let warnings = wait_for("three failures in one event series", WAIT, || async {
+        let list = Api::<SeriesEvent>::namespaced(client.clone(), &ns.name)
+            .list(&ListParams::default())
+            .await
+            .ok()?;
+        let warnings: Vec<SeriesEvent> = list
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("WebAppReconcileError"))
+            .collect();
+        let count = warnings.first()?.series.as_ref()?.count;
+        (count >= 3).then_some(warnings)
     })
     .await?;
+    assert_eq!(warnings.len(), 1, "one event object for the series");
+    assert!(svc.calls() >= 3);
     Ok(())
 }
 

@@ -5,16 +5,17 @@
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::ResourceExt;
-use kube::api::Api;
 use kube::core::{DynamicObject, ObjectMeta};
 use kube::discovery::ApiResource;
-use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::runtime::events::Event;
+use kube::{Resource, ResourceExt};
 use ork_protocol::DesiredChild;
 use serde_json::{Map, Value};
 
+use super::events::EventRecorder;
 use super::write::{
-    WriteError, apply_child, existing, patch_finalizers, patch_metadata, patch_status, prune_child,
+    CrAt, WriteError, apply_child, existing, patch_finalizers, patch_metadata, patch_status,
+    prune_child,
 };
 use crate::discovery::ChildType;
 
@@ -63,18 +64,12 @@ pub(crate) trait Cluster: Send + Sync {
 pub(crate) struct KubeCluster {
     client: Client,
     cr_resource: ApiResource,
-    recorder: Recorder,
+    recorder: EventRecorder,
 }
 
 impl KubeCluster {
     pub fn new(client: Client, cr_resource: ApiResource) -> KubeCluster {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: "ork".into(),
-                instance: std::env::var("POD_NAME").ok(),
-            },
-        );
+        let recorder = EventRecorder::new(client.clone(), "ork", std::env::var("POD_NAME").ok());
         KubeCluster {
             client,
             cr_resource,
@@ -82,10 +77,11 @@ impl KubeCluster {
         }
     }
 
-    fn crs(&self, cr: &DynamicObject) -> Api<DynamicObject> {
-        match cr.namespace() {
-            Some(ns) => Api::namespaced_with(self.client.clone(), &ns, &self.cr_resource),
-            None => Api::all_with(self.client.clone(), &self.cr_resource),
+    fn at(&self, cr: &DynamicObject) -> CrAt<'_> {
+        CrAt {
+            client: &self.client,
+            url: DynamicObject::url_path(&self.cr_resource, cr.namespace().as_deref()),
+            name: cr.name_any(),
         }
     }
 }
@@ -120,7 +116,7 @@ impl Cluster for KubeCluster {
     }
 
     fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a> {
-        Box::pin(async move { patch_status(&self.crs(cr), &cr.name_any(), patch).await })
+        Box::pin(async move { patch_status(&self.at(cr), patch).await })
     }
 
     fn patch_metadata<'a>(
@@ -128,11 +124,11 @@ impl Cluster for KubeCluster {
         cr: &'a DynamicObject,
         metadata: &'a Map<String, Value>,
     ) -> Written<'a> {
-        Box::pin(async move { patch_metadata(&self.crs(cr), &cr.name_any(), metadata).await })
+        Box::pin(async move { patch_metadata(&self.at(cr), metadata).await })
     }
 
     fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a> {
-        Box::pin(async move { patch_finalizers(&self.crs(cr), cr, finalizers).await })
+        Box::pin(async move { patch_finalizers(&self.at(cr), cr, finalizers).await })
     }
 
     fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a> {

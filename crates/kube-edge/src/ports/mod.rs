@@ -3,6 +3,7 @@
 //! API server, or memory in `ork simulate`).
 
 mod cluster;
+mod events;
 mod tap;
 mod transport;
 pub(crate) mod write;

@@ -236,18 +236,41 @@ pub async fn prune_child(
     }
 }
 
+/// Where a CR's writes go: the client and the URL of its collection.
+pub struct CrAt<'a> {
+    pub client: &'a Client,
+    /// `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`.
+    pub url: String,
+    pub name: String,
+}
+
+/// Sends a write whose answer ork does not read (the watch brings the new object): the body is
+/// not decoded, which for a CR with a large status or many managed fields is most of the work.
+///
+/// # Errors
+/// The request failed or the API server refused it.
+pub(crate) async fn send(
+    client: &Client,
+    request: http::Request<Vec<u8>>,
+) -> Result<(), kube::Error> {
+    client.request_text(request).await.map(drop)
+}
+
 /// Merge-patches the status subresource with `patch` (`{"status": {...}}`).
 ///
 /// # Errors
 /// The API server refused the patch (e.g. the CRD has no status subresource).
-pub async fn patch_status(
-    api: &Api<DynamicObject>,
-    name: &str,
-    patch: &Value,
-) -> Result<(), WriteError> {
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+pub async fn patch_status(at: &CrAt<'_>, patch: &Value) -> Result<(), WriteError> {
+    let request = kube::core::Request::new(&at.url)
+        .patch_subresource(
+            "status",
+            &at.name,
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .map_err(|e| WriteError::StatusFailed(kube::Error::BuildRequest(e)))?;
+    send(at.client, request)
         .await
-        .map(drop)
         .map_err(WriteError::StatusFailed)
 }
 
@@ -256,15 +279,11 @@ pub async fn patch_status(
 /// # Errors
 /// The API server refused the patch.
 pub async fn patch_metadata(
-    api: &Api<DynamicObject>,
-    name: &str,
+    at: &CrAt<'_>,
     metadata: &Map<String, Value>,
 ) -> Result<(), WriteError> {
     let patch = json!({ "metadata": metadata });
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(drop)
-        .map_err(WriteError::AnnotateFailed)
+    merge(at, &patch).await.map_err(WriteError::AnnotateFailed)
 }
 
 /// Sets the CR's finalizers, guarded by its resourceVersion (a concurrent change fails the patch
@@ -273,7 +292,7 @@ pub async fn patch_metadata(
 /// # Errors
 /// The API server refused the patch (409 when the CR changed meanwhile).
 pub async fn patch_finalizers(
-    api: &Api<DynamicObject>,
+    at: &CrAt<'_>,
     obj: &DynamicObject,
     finalizers: Vec<String>,
 ) -> Result<(), WriteError> {
@@ -281,14 +300,14 @@ pub async fn patch_finalizers(
         "finalizers": finalizers,
         "resourceVersion": obj.resource_version(),
     }});
-    api.patch(
-        &obj.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(drop)
-    .map_err(WriteError::FinalizerFailed)
+    merge(at, &patch).await.map_err(WriteError::FinalizerFailed)
+}
+
+async fn merge(at: &CrAt<'_>, patch: &Value) -> Result<(), kube::Error> {
+    let request = kube::core::Request::new(&at.url)
+        .patch(&at.name, &PatchParams::default(), &Patch::Merge(patch))
+        .map_err(kube::Error::BuildRequest)?;
+    send(at.client, request).await
 }
 
 #[cfg(test)]

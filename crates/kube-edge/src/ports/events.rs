@@ -1,0 +1,223 @@
+//! Kubernetes events (`events.k8s.io/v1`) about CRs. The same event on the same object within
+//! [`SERIES_TTL`] becomes a series on the first event object (its count and last time patched)
+//! instead of a new object, as the Events API intends.
+//!
+//! Written for the write economy of SPEC §10 rather than taken from kube-runtime's recorder,
+//! which keeps a full copy of every event it sent, walks all of them on every publish (quadratic
+//! in the number of CRs over a burst) and decodes every response: here the series memory is a
+//! name and a count per recent event, swept once a minute, and responses are not decoded.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::Resource;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType};
+use serde_json::json;
+
+use super::write::send;
+
+/// How long a repeat still joins the series of an earlier event (as kube-runtime and client-go).
+pub(crate) const SERIES_TTL: Duration = Duration::from_secs(6 * 60);
+
+/// How often series older than [`SERIES_TTL`] are forgotten.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// The event object a series lives on.
+#[derive(Debug, Clone)]
+struct Seen {
+    name: String,
+    count: u32,
+    last: Instant,
+}
+
+#[derive(Debug)]
+struct Series {
+    by_key: HashMap<u64, Seen>,
+    swept: Instant,
+}
+
+/// Publishes events as controller `ork` (instance: the pod's name when set).
+pub(crate) struct EventRecorder {
+    client: Client,
+    controller: String,
+    instance: String,
+    series: Mutex<Series>,
+}
+
+impl EventRecorder {
+    pub fn new(client: Client, controller: &str, instance: Option<String>) -> EventRecorder {
+        EventRecorder {
+            client,
+            controller: controller.to_string(),
+            instance: instance.unwrap_or_else(|| controller.to_string()),
+            series: Mutex::new(Series {
+                by_key: HashMap::new(),
+                swept: Instant::now(),
+            }),
+        }
+    }
+
+    /// Creates the event about `regarding`, or adds to the series of the same event sent
+    /// within [`SERIES_TTL`].
+    ///
+    /// # Errors
+    /// The API server refused the event.
+    pub async fn publish(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+    ) -> Result<(), kube::Error> {
+        let key = key(event, regarding);
+        let namespace = regarding.namespace.as_deref().unwrap_or("default");
+        let url = K8sEvent::url_path(&(), Some(namespace));
+        let now = Timestamp::now();
+        if let Some(seen) = self.recent(key) {
+            let count = seen.count + 1;
+            let patch = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
+            let request = kube::core::Request::new(&url)
+                .patch(&seen.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .map_err(kube::Error::BuildRequest)?;
+            match send(&self.client, request).await {
+                Ok(()) => {
+                    self.remember(key, seen.name, count);
+                    return Ok(());
+                }
+                // The event object expired or was deleted: start a new one.
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let object = self.object(event, regarding, namespace, now);
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let body = serde_json::to_vec(&object).map_err(kube::Error::SerdeError)?;
+        let request = kube::core::Request::new(&url)
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        send(&self.client, request).await?;
+        self.remember(key, name, 1);
+        Ok(())
+    }
+
+    /// The series of `key` if it is recent; sweeps old series now and then.
+    fn recent(&self, key: u64) -> Option<Seen> {
+        let mut s = self
+            .series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if s.swept.elapsed() >= SWEEP_EVERY {
+            s.by_key.retain(|_, seen| seen.last.elapsed() < SERIES_TTL);
+            s.swept = Instant::now();
+        }
+        s.by_key
+            .get(&key)
+            .filter(|seen| seen.last.elapsed() < SERIES_TTL)
+            .cloned()
+    }
+
+    fn remember(&self, key: u64, name: String, count: u32) {
+        let mut s = self
+            .series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.by_key.insert(
+            key,
+            Seen {
+                name,
+                count,
+                last: Instant::now(),
+            },
+        );
+    }
+
+    fn object(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+        namespace: &str,
+        now: Timestamp,
+    ) -> K8sEvent {
+        let about = regarding.name.as_deref().unwrap_or(&self.controller);
+        K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(format!("{about}.{:x}", now.as_nanosecond())),
+                namespace: Some(namespace.to_string()),
+                ..ObjectMeta::default()
+            },
+            action: Some(event.action.clone()),
+            reason: Some(event.reason.clone()),
+            note: event.note.clone(),
+            type_: Some(type_name(event.type_).to_string()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
+            related: event.secondary.clone(),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            ..K8sEvent::default()
+        }
+    }
+}
+
+fn type_name(t: EventType) -> &'static str {
+    match t {
+        EventType::Normal => "Normal",
+        EventType::Warning => "Warning",
+    }
+}
+
+/// What makes two events the same (the note may differ: a repeated failure with a new text
+/// still counts in the first one's series, as client-go does).
+fn key(event: &Event, regarding: &ObjectReference) -> u64 {
+    let mut h = DefaultHasher::new();
+    type_name(event.type_).hash(&mut h);
+    event.action.hash(&mut h);
+    event.reason.hash(&mut h);
+    for r in std::iter::once(regarding).chain(event.secondary.as_ref()) {
+        r.api_version.hash(&mut h);
+        r.kind.hash(&mut h);
+        r.namespace.hash(&mut h);
+        r.name.hash(&mut h);
+        r.uid.hash(&mut h);
+    }
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(reason: &str, note: &str) -> Event {
+        Event {
+            type_: EventType::Warning,
+            reason: reason.into(),
+            note: Some(note.into()),
+            action: "Reconcile".into(),
+            secondary: None,
+        }
+    }
+
+    fn about(uid: &str) -> ObjectReference {
+        ObjectReference {
+            kind: Some("WebApp".into()),
+            name: Some("web".into()),
+            namespace: Some("team".into()),
+            uid: Some(uid.into()),
+            ..ObjectReference::default()
+        }
+    }
+
+    #[test]
+    fn a_repeat_with_another_note_is_the_same_event_another_object_or_reason_is_not() {
+        let first = key(&event("Failed", "boom"), &about("u1"));
+        assert_eq!(first, key(&event("Failed", "bang"), &about("u1")));
+        assert_ne!(first, key(&event("Failed", "boom"), &about("u2")));
+        assert_ne!(first, key(&event("Retried", "boom"), &about("u1")));
+    }
+}
