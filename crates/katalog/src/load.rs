@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::Segment;
 
 use crate::lines::LineIndex;
-use crate::model::{Katalog, KatalogSpec, NotesBlock};
+use crate::model::{CrdEntry, Katalog, KatalogSpec, NotesBlock};
 use crate::problem::{Problem, Problems};
 use crate::resolve::resolve;
 use crate::suggest::closest;
@@ -485,47 +486,104 @@ pub(crate) fn split_documents(text: &str) -> Vec<(&str, usize)> {
 }
 
 /// Deserialises into [`Katalog`], reporting every unknown field and unknown enum value (each is
-/// removed and deserialisation retried), then the first other type error.
+/// removed and deserialisation retried), then the first other type error of each part. The
+/// entries of `spec.crds` are read one by one and every unknown field of an object is removed
+/// in one go, so a problem costs a retry of its entry, not of the whole file: loading stays
+/// linear in the size of the Katalog however many entries have problems.
 fn deserialize_collecting(
     mut value: Value,
     report: &mut dyn FnMut(&str, String, Option<String>),
 ) -> Option<Katalog> {
-    // Each round removes one offending node, so the loop ends; the bound guards pathological input.
-    for _ in 0..200 {
-        match serde_path_to_error::deserialize::<_, Katalog>(value.clone()) {
-            // Unknown fields were reported and removed: still check the rest semantically.
-            Ok(k) => return Some(k),
-            Err(err) => {
-                let segments: Vec<Segment> = err.path().iter().cloned().collect();
-                let path = render_path(&segments);
-                let message = err.inner().to_string();
-                if let Some((name, expected)) = parse_unknown(&message, "unknown field `") {
-                    let (msg, hint) = match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
-                        Some((_, why)) => (
-                            format!("\"{name}\" is not supported by ork"),
-                            Some((*why).to_string()),
-                        ),
-                        None => (
-                            format!("unknown field \"{name}\""),
-                            hint_for(&name, &expected),
-                        ),
-                    };
-                    report(&path, msg, hint);
-                } else if let Some((name, expected)) = parse_unknown(&message, "unknown variant `")
-                {
-                    report(
-                        &path,
-                        format!("unknown value \"{name}\""),
-                        hint_for(&name, &expected),
-                    );
-                } else {
-                    report(&path, tidy(&message), type_hint(&message));
-                    return None;
-                }
-                if !remove_at(&mut value, &segments) {
-                    return None;
+    let entries = match value.pointer_mut("/spec/crds") {
+        Some(Value::Object(crds)) => std::mem::take(crds),
+        _ => serde_json::Map::new(),
+    };
+    let mut katalog = collect::<Katalog>(value, "", report);
+    let mut complete = katalog.is_some();
+    for (name, entry) in entries {
+        let path = format!("spec.crds.{name}");
+        match collect::<CrdEntry>(entry, &path, report) {
+            Some(entry) => {
+                if let Some(k) = &mut katalog {
+                    k.spec.crds.insert(name, entry);
                 }
             }
+            None => complete = false,
+        }
+    }
+    katalog.filter(|_| complete)
+}
+
+/// Deserialises the part of the Katalog at `prefix` (the whole of it when empty) as
+/// [`deserialize_collecting`] does.
+fn collect<T: DeserializeOwned>(
+    mut value: Value,
+    prefix: &str,
+    report: &mut dyn FnMut(&str, String, Option<String>),
+) -> Option<T> {
+    let at = |segments: &[Segment]| {
+        let path = render_path(segments);
+        match (prefix.is_empty(), path.is_empty()) {
+            (true, _) => path,
+            (false, true) => prefix.to_string(),
+            (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
+            (false, false) => format!("{prefix}.{path}"),
+        }
+    };
+    // Each round removes at least one offending node, so the loop ends; the bound guards
+    // pathological input.
+    for _ in 0..200 {
+        let err = match serde_path_to_error::deserialize::<_, T>(&value) {
+            // Unknown fields were reported and removed: still check the rest semantically.
+            Ok(t) => return Some(t),
+            Err(err) => err,
+        };
+        let segments: Vec<Segment> = err.path().iter().cloned().collect();
+        let message = err.inner().to_string();
+        if let Some((_, expected)) = parse_unknown(&message, "unknown field `") {
+            // Every field of this object that its type does not know, at once.
+            let (_, object) = segments.split_last()?;
+            let Some(Value::Object(fields)) = node_at(&mut value, object) else {
+                return None;
+            };
+            let unknown: Vec<String> = fields
+                .keys()
+                .filter(|k| !expected.contains(k))
+                .cloned()
+                .collect();
+            if unknown.is_empty() {
+                return None;
+            }
+            for name in unknown {
+                fields.remove(&name);
+                let mut place = object.to_vec();
+                place.push(Segment::Map { key: name.clone() });
+                let (msg, hint) = match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                    Some((_, why)) => (
+                        format!("\"{name}\" is not supported by ork"),
+                        Some((*why).to_string()),
+                    ),
+                    None => (
+                        format!("unknown field \"{name}\""),
+                        hint_for(&name, &expected),
+                    ),
+                };
+                report(&at(&place), msg, hint);
+            }
+            continue;
+        }
+        if let Some((name, expected)) = parse_unknown(&message, "unknown variant `") {
+            report(
+                &at(&segments),
+                format!("unknown value \"{name}\""),
+                hint_for(&name, &expected),
+            );
+        } else {
+            report(&at(&segments), tidy(&message), type_hint(&message));
+            return None;
+        }
+        if !remove_at(&mut value, &segments) {
+            return None;
         }
     }
     None
@@ -599,25 +657,27 @@ fn render_path(segments: &[Segment]) -> String {
     out
 }
 
+/// The node at `segments` in `value`, if the path leads anywhere.
+fn node_at<'v>(value: &'v mut Value, segments: &[Segment]) -> Option<&'v mut Value> {
+    let mut node = value;
+    for seg in segments {
+        node = match (seg, node) {
+            (Segment::Map { key }, Value::Object(m)) => m.get_mut(key)?,
+            (Segment::Seq { index }, Value::Array(a)) => a.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
 /// Removes the node at `segments` from `value`; false if the path does not lead anywhere.
 fn remove_at(value: &mut Value, segments: &[Segment]) -> bool {
     let Some((last, parents)) = segments.split_last() else {
         return false;
     };
-    let mut node = value;
-    for seg in parents {
-        node = match (seg, node) {
-            (Segment::Map { key }, Value::Object(m)) => match m.get_mut(key) {
-                Some(n) => n,
-                None => return false,
-            },
-            (Segment::Seq { index }, Value::Array(a)) => match a.get_mut(*index) {
-                Some(n) => n,
-                None => return false,
-            },
-            _ => return false,
-        };
-    }
+    let Some(node) = node_at(value, parents) else {
+        return false;
+    };
     match (last, node) {
         (Segment::Map { key }, Value::Object(m)) => m.remove(key).is_some(),
         (Segment::Seq { index }, Value::Array(a)) if *index < a.len() => {

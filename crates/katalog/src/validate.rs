@@ -25,12 +25,27 @@ pub struct Finding {
     pub hint: Option<String>,
 }
 
+/// "Did you mean" hints whose candidates grow with the Katalog (entry and note names), at most
+/// this many per Katalog: each costs an edit distance to every candidate, so a Katalog full of
+/// unknown names would otherwise take time quadratic in its size.
+const GROWING_HINTS: usize = 32;
+
 #[derive(Default)]
-struct Findings(Vec<Finding>);
+struct Findings {
+    found: Vec<Finding>,
+    /// How many hints against entry or note names were worked out.
+    hints: usize,
+}
 
 impl Findings {
+    /// Whether one more hint against a growing list of names may be worked out.
+    fn may_hint(&mut self) -> bool {
+        self.hints += 1;
+        self.hints <= GROWING_HINTS
+    }
+
     fn add(&mut self, path: impl Into<String>, message: impl Into<String>, hint: Option<&str>) {
-        self.0.push(Finding {
+        self.found.push(Finding {
             path: path.into(),
             message: message.into(),
             hint: hint.map(str::to_string),
@@ -71,7 +86,7 @@ pub fn validate(katalog: &Katalog) -> Vec<Finding> {
         check_entry(&mut f, katalog, &notes, name, entry);
     }
     check_dependency_cycles(&mut f, katalog);
-    f.0
+    f.found
 }
 
 /// What `ork validate` reports without failing.
@@ -114,7 +129,7 @@ pub fn notices(katalog: &Katalog) -> Vec<Finding> {
             }
         }
     }
-    f.0
+    f.found
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -249,7 +264,9 @@ fn check_functions(f: &mut Findings, path: &str, t: &Template, scope: &Scope, in
             continue;
         }
         let mut known: Vec<&str> = BUILTIN_FUNCTIONS.to_vec();
-        known.extend(scope.notes.iter().map(String::as_str));
+        if f.may_hint() {
+            known.extend(scope.notes.iter().map(String::as_str));
+        }
         if scope.sentinels {
             known.extend(scope.declared.iter().map(|s| s.name()));
         }
@@ -408,10 +425,11 @@ fn check_entry(
                 None,
             );
         } else if !katalog.spec.crds.contains_key(&dep) {
+            let hint = entry_hint(f, katalog, &dep);
             f.add(
                 format!("{p}.dependsOn"),
                 format!("dependsOn names \"{dep}\", which is not an entry of this Katalog"),
-                entry_hint(katalog, &dep).as_deref(),
+                hint.as_deref(),
             );
         }
     }
@@ -470,10 +488,11 @@ fn check_entry(
     for (i, cross) in ob.observe.cross.iter().enumerate() {
         let cp = format!("{p}.operatorBox.observe.cross[{i}]");
         if !katalog.spec.crds.contains_key(&cross.crd) {
+            let hint = entry_hint(f, katalog, &cross.crd);
             f.add(
                 format!("{cp}.crd"),
                 format!("\"{}\" is not an entry of this Katalog", cross.crd),
-                entry_hint(katalog, &cross.crd).as_deref(),
+                hint.as_deref(),
             );
         }
         if cross.alias.is_empty() || !aliases.insert(cross.alias.clone()) {
@@ -908,42 +927,104 @@ fn check_endpoint(f: &mut Findings, rp: &str, endpoint: &Template) {
     }
 }
 
+/// Every entry on a dependency cycle (itself included), in name order: one pass over the
+/// graph, however many entries and dependencies.
 fn check_dependency_cycles(f: &mut Findings, katalog: &Katalog) {
-    let deps: BTreeMap<&str, Vec<String>> = katalog
+    let names: Vec<&str> = katalog.spec.crds.keys().map(String::as_str).collect();
+    let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let edges: Vec<Vec<usize>> = katalog
         .spec
         .crds
-        .iter()
-        .map(|(n, e)| {
-            (
-                n.as_str(),
-                e.depends_on.entries().into_iter().map(|(d, _)| d).collect(),
-            )
+        .values()
+        .map(|e| {
+            e.depends_on
+                .entries()
+                .into_iter()
+                .filter_map(|(d, _)| index.get(d.as_str()).copied())
+                .collect()
         })
         .collect();
-    for start in deps.keys() {
-        let mut stack: Vec<String> = deps[start].clone();
-        let mut seen = BTreeSet::new();
-        while let Some(n) = stack.pop() {
-            if n == *start {
-                f.add(
-                    format!("spec.crds.{start}.dependsOn"),
-                    format!("dependency cycle through \"{start}\""),
-                    None,
-                );
-                break;
-            }
-            if seen.insert(n.clone())
-                && let Some(next) = deps.get(n.as_str())
-            {
-                stack.extend(next.iter().cloned());
-            }
+    for (name, cyclic) in names.iter().zip(on_a_cycle(&edges)) {
+        if cyclic {
+            f.add(
+                format!("spec.crds.{name}.dependsOn"),
+                format!("dependency cycle through \"{name}\""),
+                None,
+            );
         }
     }
 }
 
-fn entry_hint(katalog: &Katalog, name: &str) -> Option<String> {
-    let names: Vec<&str> = katalog.spec.crds.keys().map(String::as_str).collect();
-    crate::suggest::closest(name, names.iter().copied()).map(|b| format!("did you mean \"{b}\"?"))
+/// For each node of a graph (its edges by node index), whether it lies on a cycle: Tarjan's
+/// strongly connected components, without recursion.
+fn on_a_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
+    const UNSEEN: usize = usize::MAX;
+    let n = edges.len();
+    let mut order = vec![UNSEEN; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut cyclic = vec![false; n];
+    let mut next = 0;
+    for root in 0..n {
+        if order[root] != UNSEEN {
+            continue;
+        }
+        // (node, how many of its edges were followed)
+        let mut work = vec![(root, 0)];
+        order[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&(v, followed)) = work.last() {
+            if let Some(&w) = edges[v].get(followed) {
+                if let Some(top) = work.last_mut() {
+                    top.1 += 1;
+                }
+                if order[w] == UNSEEN {
+                    order[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(order[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == order[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 || edges[v].contains(&v) {
+                    for w in component {
+                        cyclic[w] = true;
+                    }
+                }
+            }
+        }
+    }
+    cyclic
+}
+
+/// "Did you mean" for a name that is not an entry (while [`Findings::may_hint`] allows).
+fn entry_hint(f: &mut Findings, katalog: &Katalog, name: &str) -> Option<String> {
+    if !f.may_hint() {
+        return None;
+    }
+    crate::suggest::closest(name, katalog.spec.crds.keys().map(String::as_str))
+        .map(|b| format!("did you mean \"{b}\"?"))
 }
 
 fn is_dns_label(s: &str) -> bool {
@@ -953,4 +1034,30 @@ fn is_dns_label(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !s.starts_with('-')
         && !s.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_on_a_cycle_are_found_and_nodes_leading_to_one_are_not() {
+        // 0 → 1 → 2 → 0 is a cycle; 3 leads into it; 4 depends on itself; 5 → 6 is a line.
+        let edges = vec![vec![1], vec![2], vec![0], vec![0], vec![4], vec![6], vec![]];
+        assert_eq!(
+            on_a_cycle(&edges),
+            [true, true, true, false, true, false, false]
+        );
+    }
+
+    #[test]
+    fn a_long_chain_and_a_long_ring_take_one_pass() {
+        let n = 100_000;
+        let chain: Vec<Vec<usize>> = (0..n)
+            .map(|i| vec![i + 1].into_iter().filter(|j| *j < n).collect())
+            .collect();
+        assert!(on_a_cycle(&chain).iter().all(|c| !c));
+        let ring: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
+        assert!(on_a_cycle(&ring).iter().all(|c| *c));
+    }
 }

@@ -355,3 +355,80 @@ fn tls_needs_https_and_one_ca_source() {
     );
     load_str(&ok, Path::new("k.yaml")).expect("https with Secrets is valid");
 }
+
+#[test]
+fn every_unknown_field_of_one_block_is_reported_but_not_an_alias() {
+    let yaml = broken(
+        "timeout: 10s",
+        "timout: 10s\n            protocol: http\n            retries: 3\n            zzz: 1",
+    );
+    let mut paths: Vec<String> = problems(&yaml).into_iter().map(|p| p.path).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            format!("{REMOTE}.retries"),
+            format!("{REMOTE}.timout"),
+            format!("{REMOTE}.zzz")
+        ]
+    );
+}
+
+/// A Katalog of `n` entries, each with the unknown field `timout` and dependencies on `deps`
+/// names that are not entries.
+fn many_entries(n: usize, deps: usize) -> String {
+    let mut out = String::from(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {name: x}\nspec:\n  crds:\n",
+    );
+    for i in 0..n {
+        let names: Vec<String> = (0..deps).map(|j| format!("e{i}x{j}")).collect();
+        out.push_str(&format!(
+            "    e{i}:\n      apiTypes: {{group: g{i}.io, version: v1, kind: K{i}, plural: k{i}s}}\n      dependsOn: [{}]\n      operatorBox:\n        reconcile:\n          default: false\n          remote:\n            endpoint: http://127.0.0.1:1/\n            timout: 5s\n",
+            names.join(", ")
+        ));
+    }
+    out
+}
+
+#[test]
+fn every_entry_with_an_unknown_field_is_reported_with_its_line() {
+    let yaml = many_entries(300, 0);
+    let p = problems(&yaml);
+    let unknown: Vec<&Problem> = p
+        .iter()
+        .filter(|p| p.message == "unknown field \"timout\"")
+        .collect();
+    assert_eq!(unknown.len(), 300, "one per entry, not the first 200");
+    for (i, line) in yaml
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("timout"))
+        .map(|(i, _)| i + 1)
+        .enumerate()
+    {
+        let path = format!("spec.crds.e{i}.operatorBox.reconcile.remote.timout");
+        let found = unknown
+            .iter()
+            .find(|p| p.path == path)
+            .unwrap_or_else(|| panic!("{path} not reported"));
+        assert_eq!(found.line, Some(line), "{path}");
+        assert_eq!(found.hint.as_deref(), Some("did you mean \"timeout\"?"));
+    }
+}
+
+#[test]
+fn unknown_dependencies_get_a_bounded_number_of_suggestions() {
+    let yaml = many_entries(50, 2);
+    let p = problems(&yaml);
+    let deps: Vec<&Problem> = p
+        .iter()
+        .filter(|p| p.message.starts_with("dependsOn names"))
+        .collect();
+    assert_eq!(deps.len(), 100, "every unknown name is reported");
+    let hinted = deps.iter().filter(|p| p.hint.is_some()).count();
+    assert!(
+        (1..=32).contains(&hinted),
+        "{hinted} suggestions worked out"
+    );
+    assert!(deps.iter().all(|p| p.line.is_some()));
+}

@@ -52,7 +52,7 @@ impl Target for Generated {
     }
 
     fn run(&self, g: &mut Gen, case: &mut Case) {
-        let text = generated_text(g, case);
+        let text = generated_text(g);
         load_and_use(g, &text, case);
     }
 }
@@ -263,16 +263,13 @@ fn use_katalog(g: &mut Gen, k: &Katalog, cr: &Node, case: &mut Case) {
 // ---------------------------------------------------------------------------------------------
 // Generated Katalogs
 
-fn generated_text(g: &mut Gen, case: &mut Case) -> String {
-    // The shapes at the limits are slow (and some hit known bug K5): rarer than the rest.
+fn generated_text(g: &mut Gen) -> String {
+    // The shapes at the limits are slow: rarer than the rest.
     match g.below(800) {
         0..=7 => alias_bomb(g),
         8..=27 => deep_text(g),
         28..=31 if g.full() => big_text(g),
-        32 | 33 => {
-            case.slow_known = Some(crate::known::KATALOG_LOAD_QUADRATIC);
-            many_entries(g)
-        }
+        32 | 33 => many_entries(g),
         _ => {
             // Half the cases valid (hostile only where any value is legal), half broken.
             g.dirty = g.coin();
@@ -1479,11 +1476,10 @@ fn big_text(g: &mut Gen) -> String {
 
 /// Many entries that depend on each other, or a long line of problems.
 fn many_entries(g: &mut Gen) -> String {
-    // Thousands of entries take seconds to load (known bug K5): only with `--known`.
-    let n = match (g.full(), g.known) {
-        (true, true) => 50 + g.below(3000),
-        (true, false) => 50 + g.below(300),
-        _ => 20 + g.below(80),
+    let n = if g.full() {
+        50 + g.below(3000)
+    } else {
+        20 + g.below(80)
     };
     let mut out = String::from(
         "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {name: x}\nspec:\n  crds:\n",
