@@ -174,6 +174,12 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         self.delayed.keys().next().map(|(at, _)| *at)
     }
 
+    /// Whether fresh changes (create, edit, child drift, delete) may be waiting: an entry made
+    /// stale by a forget counts until it is reached.
+    pub fn has_fresh(&self) -> bool {
+        !self.fresh.is_empty()
+    }
+
     /// Keys waiting to be worked on now.
     pub fn depth(&self) -> usize {
         self.queued.len()

@@ -1,8 +1,11 @@
 //! The lower-priority lane: the CR annotations and events reconciles call for, coalesced per
-//! CR and written after them, so they never delay another CR's convergence (SPEC §10).
+//! CR and written after them, so they never delay another CR's convergence (SPEC §10): while
+//! reconciles are running or fresh changes wait, only writes that waited longer than a patience
+//! go, one at a time.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -16,7 +19,8 @@ pub(crate) struct Lane {
 
 #[derive(Debug, Default)]
 struct Waiting {
-    order: VecDeque<String>,
+    /// Keys in the order their first write came, with when that was.
+    order: VecDeque<(String, Instant)>,
     by_key: HashMap<String, Later>,
 }
 
@@ -28,7 +32,7 @@ impl Lane {
             Some(waiting) => waiting.merge(later),
             None => {
                 w.by_key.insert(key.to_string(), later);
-                w.order.push_back(key.to_string());
+                w.order.push_back((key.to_string(), Instant::now()));
             }
         }
         drop(w);
@@ -37,10 +41,19 @@ impl Lane {
 
     /// Up to `n` waiting writes, oldest first.
     pub fn take(&self, n: usize) -> Vec<Later> {
+        self.take_waited(n, Duration::ZERO)
+    }
+
+    /// Up to `n` of the writes that have waited at least `patience`, oldest first.
+    pub fn take_waited(&self, n: usize, patience: Duration) -> Vec<Later> {
         let mut w = self.lock();
         let mut out = Vec::new();
         while out.len() < n {
-            let Some(key) = w.order.pop_front() else {
+            match w.order.front() {
+                Some((_, since)) if since.elapsed() >= patience => {}
+                _ => break,
+            }
+            let Some((key, _)) = w.order.pop_front() else {
                 break;
             };
             if let Some(later) = w.by_key.remove(&key) {
@@ -48,6 +61,10 @@ impl Lane {
             }
         }
         out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().by_key.is_empty()
     }
 
     /// Waits until something is pushed.
@@ -59,5 +76,45 @@ impl Lane {
         self.waiting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kube::core::DynamicObject;
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    fn later(note: &str) -> Later {
+        let cr: DynamicObject = serde_json::from_value(
+            json!({"apiVersion": "demo/v1", "kind": "WebApp", "metadata": {"name": "a"}}),
+        )
+        .expect("object");
+        let mut annotations = Map::new();
+        annotations.insert("note".into(), json!(note));
+        Later {
+            cr: Arc::new(cr),
+            metadata: Some(annotations),
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn writes_for_one_cr_fold_and_only_those_that_waited_go_while_converging() {
+        let lane = Lane::default();
+        lane.push("ns/a", later("1"));
+        lane.push("ns/a", later("2"));
+        lane.push("ns/b", later("1"));
+        assert!(
+            lane.take_waited(1, Duration::from_secs(60)).is_empty(),
+            "nothing waited long enough"
+        );
+        let first = lane.take(8);
+        assert_eq!(first.len(), 2, "one write per CR");
+        assert_eq!(first[0].metadata.as_ref().expect("metadata")["note"], "2");
+        assert!(lane.is_empty());
     }
 }

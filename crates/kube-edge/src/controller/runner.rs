@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures::FutureExt;
 use kube::core::DynamicObject;
@@ -263,13 +264,29 @@ impl Controller {
         }
     }
 
-    /// Writes the lane's annotations and events as they come, a few at a time, forever.
+    /// Writes the lane's annotations and events, forever: a few at a time when no reconcile
+    /// runs or waits; meanwhile only what waited longer than `PATIENCE`, one at a time, so they
+    /// do not compete with convergence for the API server.
     pub async fn drive_lane(&self) {
         const AT_ONCE: usize = 4;
+        const PATIENCE: Duration = Duration::from_secs(5);
+        const LOOK_AGAIN: Duration = Duration::from_millis(100);
         loop {
-            let batch = self.lane.take(AT_ONCE);
+            let converging = {
+                let s = self.schedule();
+                s.busy > 0 || s.queue.has_fresh()
+            };
+            let batch = if converging {
+                self.lane.take_waited(1, PATIENCE)
+            } else {
+                self.lane.take(AT_ONCE)
+            };
             if batch.is_empty() {
-                self.lane.wait().await;
+                if self.lane.is_empty() {
+                    self.lane.wait().await;
+                } else {
+                    tokio::time::sleep(LOOK_AGAIN).await;
+                }
                 continue;
             }
             let cluster = self.cluster.as_ref();

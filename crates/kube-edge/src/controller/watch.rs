@@ -3,11 +3,13 @@
 //! cached object carries its `apiVersion` and `kind` (the items of a list come without them).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, TypeMeta};
 use kube::runtime::reflector::store::Writer;
+use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
@@ -50,7 +52,7 @@ pub(super) async fn watch_crs(
 ) {
     let resource = c.ctx.cr_resource.clone();
     let mut stream = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(move |o: &mut DynamicObject| {
             o.managed_fields_mut().clear();
             typed(o, &resource);
@@ -85,7 +87,7 @@ pub(super) async fn watch_children(
     let config = watcher::Config::default().labels(&format!("{MANAGED}=true"));
     let resource = t.resource.clone();
     let mut stream = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(move |o: &mut DynamicObject| {
             forget_foreign_owner(o);
             typed(o, &resource);
@@ -124,5 +126,62 @@ fn typed(o: &mut DynamicObject, resource: &ApiResource) {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         });
+    }
+}
+
+/// How a watch waits after an error: 250 ms doubling up to 5 s, ±20 % so that replicas do not
+/// retry in step, and back to 250 ms with the first event. kube-runtime's default grows to
+/// 30 s: after an API server restart, ork stayed blind for up to half a minute.
+#[derive(Debug, Default)]
+struct WatchBackoff {
+    last: Option<Duration>,
+}
+
+impl WatchBackoff {
+    const FIRST: Duration = Duration::from_millis(250);
+    const MAX: Duration = Duration::from_secs(5);
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let wait = self.last.map_or(Self::FIRST, |d| (d * 2).min(Self::MAX));
+        self.last = Some(wait);
+        Some(jittered(wait))
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.last = None;
+    }
+}
+
+/// `d` ± 20 %, from the clock's nanoseconds (no random source needed for this).
+fn jittered(d: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.subsec_nanos());
+    let factor = 0.8 + 0.4 * f64::from(nanos % 1000) / 1000.0;
+    d.mul_f64(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_retries_grow_to_five_seconds_and_start_over_after_an_event() {
+        let mut b = WatchBackoff::default();
+        let waits: Vec<Duration> = (&mut b).take(8).collect();
+        assert!(waits[0] <= Duration::from_millis(300), "{waits:?}");
+        assert!(
+            waits.iter().all(|w| *w <= Duration::from_secs(6)),
+            "{waits:?}"
+        );
+        assert!(waits[7] >= Duration::from_secs(4), "{waits:?}");
+        b.reset();
+        assert!(b.next().is_some_and(|w| w <= Duration::from_millis(300)));
     }
 }
