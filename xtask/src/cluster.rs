@@ -49,9 +49,23 @@ pub fn up() -> Result<bool> {
         return Ok(false);
     }
     stop(&dir);
-    ensure_tools()?;
     let started = Instant::now();
-    let _ = fs::remove_dir_all(&dir);
+    start_in(&dir, "ork-local")?;
+    eprintln!(
+        "cluster: kube-apiserver 1.20.2 ready on https://127.0.0.1:{} in {:.1}s; KUBECONFIG={}",
+        api_port(&dir).unwrap_or_default(),
+        started.elapsed().as_secs_f64(),
+        kubeconfig().display()
+    );
+    Ok(true)
+}
+
+/// Starts a fresh cluster whose files (kubeconfig naming cluster `name`, logs, `pids`) live in
+/// `dir`; whatever was in `dir` is removed first. `cargo xtask chaos` runs one of its own this
+/// way, since its R2 restarts the API server.
+pub fn start_in(dir: &Path, name: &str) -> Result<()> {
+    ensure_tools()?;
+    let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir.join("certs"))?;
 
     let [etcd_port, etcd_peer, api_port, kcm_port] = free_ports::<4>()?;
@@ -75,7 +89,7 @@ pub fn up() -> Result<bool> {
 
     let etcd_url = format!("http://127.0.0.1:{etcd_port}");
     spawn(
-        &dir,
+        dir,
         "etcd",
         Command::new("etcd")
             .arg(format!("--data-dir={}", dir.join("etcd").display()))
@@ -92,7 +106,7 @@ pub fn up() -> Result<bool> {
             .arg("--unsafe-no-fsync"),
     )?;
     spawn(
-        &dir,
+        dir,
         "kube-apiserver",
         Command::new(bin_dir().join("kube-apiserver"))
             .arg(format!("--etcd-servers={etcd_url}"))
@@ -119,13 +133,13 @@ pub fn up() -> Result<bool> {
             .arg("--max-mutating-requests-inflight=500")
             .arg("--enable-priority-and-fairness=false"),
     )?;
-    write_kubeconfig(&dir, api_port, &token)?;
-    wait_ready(&dir, Duration::from_secs(90))?;
+    write_kubeconfig(dir, name, api_port, &token)?;
+    wait_ready(dir, Duration::from_secs(90))?;
     spawn(
-        &dir,
+        dir,
         "kube-controller-manager",
         Command::new(bin_dir().join("kube-controller-manager"))
-            .arg(format!("--kubeconfig={}", kubeconfig().display()))
+            .arg(format!("--kubeconfig={}", dir.join("kubeconfig").display()))
             .arg("--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token")
             .arg(format!(
                 "--service-account-private-key-file={}",
@@ -143,12 +157,7 @@ pub fn up() -> Result<bool> {
             .arg("--kube-api-qps=100")
             .arg("--kube-api-burst=200"),
     )?;
-    eprintln!(
-        "cluster: kube-apiserver 1.20.2 ready on https://127.0.0.1:{api_port} in {:.1}s; KUBECONFIG={}",
-        started.elapsed().as_secs_f64(),
-        kubeconfig().display()
-    );
-    Ok(true)
+    Ok(())
 }
 
 /// Stops the processes `up` recorded, and only those.
@@ -257,7 +266,9 @@ fn is_ours(pid: u32, name: &str) -> bool {
         })
 }
 
-fn stop(dir: &Path) -> usize {
+/// Stops the processes recorded in `dir/pids` (still running the program recorded), and only
+/// those.
+pub fn stop(dir: &Path) -> usize {
     let Some(pids) = running_pids(dir) else {
         return 0;
     };
@@ -325,12 +336,12 @@ fn wait_ready(dir: &Path, limit: Duration) -> Result<()> {
     Err(format!("the API server was not ready within {limit:?}").into())
 }
 
-fn write_kubeconfig(dir: &Path, port: u16, token: &str) -> Result<()> {
+fn write_kubeconfig(dir: &Path, name: &str, port: u16, token: &str) -> Result<()> {
     let text = format!(
         "apiVersion: v1
 kind: Config
 clusters:
-- name: ork-local
+- name: {name}
   cluster:
     server: https://127.0.0.1:{port}
     insecure-skip-tls-verify: true
@@ -339,11 +350,11 @@ users:
   user:
     token: {token}
 contexts:
-- name: ork-local
+- name: {name}
   context:
-    cluster: ork-local
+    cluster: {name}
     user: admin
-current-context: ork-local
+current-context: {name}
 "
     );
     let path = dir.join("kubeconfig");

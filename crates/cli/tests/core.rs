@@ -94,7 +94,7 @@ async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker(
         "nothing of the bad answer applied"
     );
     let busy = wait_for("no worker busy", WAIT, || async {
-        let text = reqwest_metrics(ork.http).await?;
+        let text = get(ork.http, "/metrics").await.ok()?.1;
         let line = text
             .lines()
             .find(|l| l.starts_with("ork_workers_busy{") && l.contains("webapp"))?
@@ -139,7 +139,7 @@ async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied
     assert_eq!(child["apiVersion"], "v1");
     // The answer is what it was: the child is left alone.
     let applies = wait_for("the reconcile recorded", WAIT, || async {
-        let text = reqwest_metrics(ork.http).await?;
+        let text = get(ork.http, "/metrics").await.ok()?.1;
         text.contains("ork_reconciles_total{").then_some(text)
     })
     .await?;
@@ -152,18 +152,6 @@ async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied
         "no apply after the restart: {applied:?}"
     );
     Ok(())
-}
-
-/// `/metrics` of an ork process.
-async fn reqwest_metrics(addr: std::net::SocketAddr) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: ork\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).await.ok()?;
-    Some(body)
 }
 
 const TENANT_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1

@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -12,14 +11,8 @@ use common::*;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
 use ork_test_support::fake_service::{FakeService, webapp_answer};
-use ork_test_support::{TestNamespace, apply_yaml, client, install_crypto, wait_for};
+use ork_test_support::{TestNamespace, apply_yaml, client, wait_for};
 use serde_json::{Value, json};
-
-async fn get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
-    install_crypto();
-    let resp = reqwest::get(format!("http://{addr}{path}")).await?;
-    Ok((resp.status().as_u16(), resp.text().await?))
-}
 
 /// Parses Prometheus text: every sample as `name{labels}` → value; malformed lines fail.
 fn parse_prometheus(text: &str) -> Result<BTreeMap<String, f64>> {

@@ -13,7 +13,7 @@ use kube::Client;
 use kube::api::Api;
 use kube::core::{DynamicObject, GroupVersionKind};
 use ork_test_support::fake_service::{FakeService, webapp_answer};
-use ork_test_support::{TestNamespace, apply_yaml, client, resolve, wait_for};
+use ork_test_support::{TestNamespace, apply_yaml, client, install_crypto, resolve, wait_for};
 
 pub const CRD: &str = include_str!("../../../../examples/webapp/crd.yaml");
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -223,4 +223,11 @@ impl Ready {
             _ork: ork,
         })
     }
+}
+
+/// `GET http://{addr}{path}` on one of ork's endpoints: status and body.
+pub async fn get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
+    install_crypto();
+    let resp = reqwest::get(format!("http://{addr}{path}")).await?;
+    Ok((resp.status().as_u16(), resp.text().await?))
 }
