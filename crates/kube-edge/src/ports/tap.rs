@@ -47,10 +47,10 @@ impl Transport for Tap {
         })
     }
 
-    fn redact(&self, text: &str) -> String {
+    fn inner(&self) -> Option<&dyn Transport> {
         match &self.mode {
-            Mode::Record(inner) => inner.redact(text),
-            Mode::Replay => text.to_string(),
+            Mode::Record(inner) => Some(inner.as_ref()),
+            Mode::Replay => None,
         }
     }
 }

@@ -68,14 +68,21 @@ pub(crate) trait Transport: Send + Sync {
         body: Vec<u8>,
     ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>>;
 
+    /// The transport this one wraps, if it is a layer (rate limit, timing, recording): what
+    /// it does not say itself, it answers from there.
+    fn inner(&self) -> Option<&dyn Transport> {
+        None
+    }
+
     /// `text` (from the service) without the credential this transport sends.
     fn redact(&self, text: &str) -> String {
-        text.to_string()
+        self.inner()
+            .map_or_else(|| text.to_string(), |t| t.redact(text))
     }
 
     /// A Secret it needs (credential, TLS) has not been read yet.
     fn pending(&self) -> bool {
-        false
+        self.inner().is_some_and(Transport::pending)
     }
 }
 
@@ -205,12 +212,8 @@ impl Transport for RateLimited {
         })
     }
 
-    fn redact(&self, text: &str) -> String {
-        self.inner.redact(text)
-    }
-
-    fn pending(&self) -> bool {
-        self.inner.pending()
+    fn inner(&self) -> Option<&dyn Transport> {
+        Some(self.inner.as_ref())
     }
 }
 
@@ -241,12 +244,8 @@ impl Transport for Timed {
         })
     }
 
-    fn redact(&self, text: &str) -> String {
-        self.inner.redact(text)
-    }
-
-    fn pending(&self) -> bool {
-        self.inner.pending()
+    fn inner(&self) -> Option<&dyn Transport> {
+        Some(self.inner.as_ref())
     }
 }
 
