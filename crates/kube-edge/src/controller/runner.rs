@@ -238,8 +238,12 @@ impl Controller {
                 Some((c, obj))
             })
             .collect();
-        let cr_json = serde_json::to_value(cr.as_ref()).unwrap_or(Value::Null);
-        let cross = self.process.registry.cross(&self.ctx.entry, &cr_json);
+        let cross = if self.ctx.entry.operator_box.observe.cross.is_empty() {
+            Ok(Default::default())
+        } else {
+            let cr_json = serde_json::to_value(cr.as_ref()).unwrap_or(Value::Null);
+            self.process.registry.cross(&self.ctx.entry, &cr_json)
+        };
         let (attempt, count) = {
             let s = self.schedule();
             (s.backoff.failures(&key.to_string()) + 1, s.count(key))
