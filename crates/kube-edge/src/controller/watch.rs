@@ -16,6 +16,10 @@ use kube::{Client, ResourceExt};
 use super::runner::Controller;
 use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
 
+/// Objects per page of a watch's (re-)list: a page is decoded whole, so its size is ork's
+/// transient memory at start-up (kube-runtime's 500 CRs with status took ~5 MB).
+const LIST_PAGE: u32 = 100;
+
 /// The CRs this entry watches: one namespace if the entry says so, else all; with the entry's
 /// label and field selectors.
 pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<DynamicObject>, watcher::Config) {
@@ -24,7 +28,7 @@ pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<DynamicObject>, 
         Some(ns) => Api::namespaced_with(client.clone(), &ns, &c.ctx.cr_resource),
         None => Api::all_with(client.clone(), &c.ctx.cr_resource),
     };
-    let mut config = watcher::Config::default();
+    let mut config = watcher::Config::default().page_size(LIST_PAGE);
     let labels: Vec<String> = entry
         .label_selector
         .iter()
@@ -84,7 +88,9 @@ pub(super) async fn watch_children(
         Some(ns) => Api::namespaced_with(client, ns, &t.resource),
         None => Api::all_with(client, &t.resource),
     };
-    let config = watcher::Config::default().labels(&format!("{MANAGED}=true"));
+    let config = watcher::Config::default()
+        .page_size(LIST_PAGE)
+        .labels(&format!("{MANAGED}=true"));
     let resource = t.resource.clone();
     let mut stream = watcher(api, config)
         .backoff(WatchBackoff::default())
