@@ -4,15 +4,18 @@ and a status. Standard library only; HTTP/1.1 keep-alive on 127.0.0.1.
 
 POST /reconcile  {"object": <Widget>, ...}  -> {"result": "ok", "status": {...}, "resources": [2 ConfigMaps]}
 GET  /calls      -> the number of POSTs answered so far (the service-side call counter)
+GET  /span/K/M   -> seconds between the K-th and the M-th POST answered
 
 Prints the port it listens on as its first line of stdout.
 """
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CALLS = 0
+TIMES = []  # when each call was answered (time.monotonic)
 LOCK = threading.Lock()
 
 
@@ -63,6 +66,17 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/calls":
             with LOCK:
                 self.reply(200, {"calls": CALLS})
+        elif self.path.startswith("/span/"):
+            # /span/K/M: seconds from the K-th call to the M-th (1-based), by this clock, so a
+            # poller that was slow to be served still measures a burst exactly.
+            try:
+                k, m = (int(x) for x in self.path.split("/")[2:4])
+                with LOCK:
+                    span = TIMES[m - 1] - TIMES[k - 1]
+            except (ValueError, IndexError):
+                self.reply(404, {"error": "no such calls"})
+                return
+            self.reply(200, {"seconds": span})
         else:
             self.reply(404, {"error": "not found"})
 
@@ -76,6 +90,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         with LOCK:
             CALLS += 1
+            TIMES.append(time.monotonic())
         self.reply(200, answer)
 
 

@@ -127,6 +127,18 @@ impl Service {
         let v: Value = serde_json::from_slice(&body)?;
         v["calls"].as_u64().context("calls counter")
     }
+
+    /// Seconds from the `k`-th call the service answered to the `m`-th, by the service's clock.
+    ///
+    /// # Errors
+    /// When the service does not answer or has not answered that many calls.
+    pub async fn span(&self, k: u64, m: u64) -> Result<f64> {
+        let (_, body) = Conn::new(self.addr)
+            .request("GET", &format!("/span/{k}/{m}"), b"")
+            .await?;
+        let v: Value = serde_json::from_slice(&body)?;
+        v["seconds"].as_f64().context("span of calls")
+    }
 }
 
 pub fn log_file(work: &Path, name: &str) -> Result<std::fs::File> {
