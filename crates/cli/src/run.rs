@@ -96,10 +96,10 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             LeaseConfig::with_duration(args.lease_duration),
         )
     });
-    if let Some(elector) = elector.clone() {
+    let campaign = elector.clone().map(|elector| {
         let runtime = runtime.clone();
-        tokio::spawn(async move { elector.campaign(runtime).await });
-    }
+        tokio::spawn(async move { elector.campaign(runtime).await })
+    });
     let sharder = (args.shards > 1).then(|| {
         ShardManager::new(
             client.clone(),
@@ -126,7 +126,10 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             "reconciles still in flight at the end of the grace period; their objects are reconciled again by the next leader"
         );
     }
-    if let Some(elector) = elector {
+    if let (Some(elector), Some(campaign)) = (elector, campaign) {
+        // No renewal may race the release, nor take the lease again after it.
+        campaign.abort();
+        let _ = campaign.await;
         elector.release().await;
     }
     if let (Some(sharder), Some(task)) = (sharder, shard_task) {

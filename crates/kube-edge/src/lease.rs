@@ -76,26 +76,32 @@ impl LeaseClient {
         }
     }
 
-    /// Gives the Lease up if this identity holds it; `true` when released.
+    /// Gives the Lease up if this identity holds it; `true` when released. A renewal that
+    /// landed between the read and the write (409) is read again and the release retried.
     pub async fn release(&self, name: &str) -> bool {
-        let Ok(Some(mut lease)) = self.api.get_opt(name).await else {
-            return false;
-        };
-        let Some(spec) = lease.spec.as_mut() else {
-            return false;
-        };
-        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
-            return false;
-        }
-        spec.holder_identity = None;
-        spec.renew_time = None;
-        match self.api.replace(name, &PostParams::default(), &lease).await {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::warn!(lease = name, error = %e, "lease not released; it expires on its own");
-                false
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let Ok(Some(mut lease)) = self.api.get_opt(name).await else {
+                return false;
+            };
+            let Some(spec) = lease.spec.as_mut() else {
+                return false;
+            };
+            if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+                return false;
+            }
+            spec.holder_identity = None;
+            spec.renew_time = None;
+            match self.api.replace(name, &PostParams::default(), &lease).await {
+                Ok(_) => return true,
+                Err(kube::Error::Api(s)) if s.code == 409 && attempt < ATTEMPTS => {}
+                Err(e) => {
+                    tracing::warn!(lease = name, error = %e, "lease not released; it expires on its own");
+                    return false;
+                }
             }
         }
+        false
     }
 }
 
