@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use ork_katalog::condition::Operator;
 use ork_katalog::{Katalog, Problems, Sentinel, load_str};
 use ork_remote::{Endpoint, credential_allowed};
 use serde_json::Value;
@@ -753,42 +754,6 @@ fn gate(g: &mut Gen, declared: &[&str], notes: &[String]) -> Node {
     Node::Obj(gate)
 }
 
-const OPERATORS: &[&str] = &[
-    "equals",
-    "notEquals",
-    "exists",
-    "notExists",
-    "contains",
-    "notContains",
-    "prefix",
-    "notPrefix",
-    "suffix",
-    "notSuffix",
-    "in",
-    "notIn",
-    "gt",
-    "lt",
-    "gte",
-    "lte",
-    "greaterThan",
-    "lessThan",
-    "greaterThanOrEqual",
-    "lessThanOrEqual",
-    "min",
-    "max",
-    "between",
-    "notBetween",
-    "regex",
-    "unique",
-    "typeOf",
-    "typeMap",
-    "typeList",
-    "typeString",
-    "typeNumber",
-    "typeBool",
-    "typeNull",
-];
-
 fn condition(g: &mut Gen, rule: bool, declared: &[&str], notes: &[String]) -> Node {
     let mut c = Vec::new();
     let field = match g.below(8) {
@@ -808,7 +773,7 @@ fn condition(g: &mut Gen, rule: bool, declared: &[&str], notes: &[String]) -> No
     let op = if g.bad(10) {
         *g.pick(&["matches", "", "Equals"])
     } else {
-        *g.pick(OPERATORS)
+        *g.pick(&Operator::NAMES)
     };
     let v = match op {
         "regex" => match g.below(5) {
