@@ -22,6 +22,27 @@ pub struct ManagedType {
 }
 
 impl ManagedType {
+    /// A namespaced type whose children stay in the CR's namespace: `version` preferred,
+    /// `served` every version the API server serves.
+    pub fn namespaced(
+        group: &str,
+        kind: &str,
+        plural: &str,
+        version: &str,
+        served: &[&str],
+    ) -> ManagedType {
+        ManagedType {
+            group: group.into(),
+            version: version.into(),
+            served_versions: served.iter().map(|s| (*s).to_string()).collect(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced: true,
+            namespaces: Vec::new(),
+            cluster_scoped: false,
+        }
+    }
+
     /// `group/version` (`version` alone for the core group) of the preferred version.
     pub fn api_version(&self) -> String {
         api_version(&self.group, &self.version)

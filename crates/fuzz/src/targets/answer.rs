@@ -32,19 +32,6 @@ const MAX_BODY: usize = 8 << 20;
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
-fn managed(group: &str, kind: &str, plural: &str, version: &str, served: &[&str]) -> ManagedType {
-    ManagedType {
-        group: group.into(),
-        version: version.into(),
-        served_versions: served.iter().map(|s| (*s).to_string()).collect(),
-        kind: kind.into(),
-        plural: plural.into(),
-        namespaced: true,
-        namespaces: Vec::new(),
-        cluster_scoped: false,
-    }
-}
-
 /// A WebApp `team/hello` managing Deployments, Services and ConfigMaps; ork in `ork-system`.
 pub fn small_policy() -> Policy {
     Policy::new(
@@ -55,9 +42,9 @@ pub fn small_policy() -> Policy {
             namespace: Some("team".into()),
         },
         vec![
-            managed("apps", "Deployment", "deployments", "v1", &["v1"]),
-            managed("", "Service", "services", "v1", &["v1"]),
-            managed("", "ConfigMap", "configmaps", "v1", &["v1"]),
+            ManagedType::namespaced("apps", "Deployment", "deployments", "v1", &["v1"]),
+            ManagedType::namespaced("", "Service", "services", "v1", &["v1"]),
+            ManagedType::namespaced("", "ConfigMap", "configmaps", "v1", &["v1"]),
         ],
         "ork-system",
     )
@@ -65,7 +52,7 @@ pub fn small_policy() -> Policy {
 
 /// Every type a policy may declare.
 fn catalog() -> Vec<ManagedType> {
-    let mut cluster_role = managed(
+    let mut cluster_role = ManagedType::namespaced(
         "rbac.authorization.k8s.io",
         "ClusterRole",
         "clusterroles",
@@ -73,34 +60,34 @@ fn catalog() -> Vec<ManagedType> {
         &["v1"],
     );
     cluster_role.namespaced = false;
-    let mut namespace = managed("", "Namespace", "namespaces", "v1", &["v1"]);
+    let mut namespace = ManagedType::namespaced("", "Namespace", "namespaces", "v1", &["v1"]);
     namespace.namespaced = false;
     vec![
-        managed("apps", "Deployment", "deployments", "v1", &["v1"]),
-        managed("", "Service", "services", "v1", &["v1"]),
-        managed("", "ConfigMap", "configmaps", "v1", &["v1"]),
-        managed("", "Secret", "secrets", "v1", &["v1"]),
-        managed("", "ServiceAccount", "serviceaccounts", "v1", &["v1"]),
-        managed("apps", "StatefulSet", "statefulsets", "v1", &["v1"]),
-        managed("batch", "Job", "jobs", "v1", &["v1"]),
-        managed(
+        ManagedType::namespaced("apps", "Deployment", "deployments", "v1", &["v1"]),
+        ManagedType::namespaced("", "Service", "services", "v1", &["v1"]),
+        ManagedType::namespaced("", "ConfigMap", "configmaps", "v1", &["v1"]),
+        ManagedType::namespaced("", "Secret", "secrets", "v1", &["v1"]),
+        ManagedType::namespaced("", "ServiceAccount", "serviceaccounts", "v1", &["v1"]),
+        ManagedType::namespaced("apps", "StatefulSet", "statefulsets", "v1", &["v1"]),
+        ManagedType::namespaced("batch", "Job", "jobs", "v1", &["v1"]),
+        ManagedType::namespaced(
             "batch",
             "CronJob",
             "cronjobs",
             "v1beta1",
             &["v1beta1", "v1"],
         ),
-        managed("networking.k8s.io", "Ingress", "ingresses", "v1", &["v1"]),
+        ManagedType::namespaced("networking.k8s.io", "Ingress", "ingresses", "v1", &["v1"]),
         cluster_role,
         namespace,
-        managed(
+        ManagedType::namespaced(
             "demo.ork.dev",
             "WebApp",
             "webapps",
             "v1",
             &["v1", "v1beta1"],
         ),
-        managed("db.ork.dev", "Database", "databases", "v1alpha1", &[]),
+        ManagedType::namespaced("db.ork.dev", "Database", "databases", "v1alpha1", &[]),
     ]
 }
 

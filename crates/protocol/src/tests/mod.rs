@@ -10,24 +10,11 @@ use serde_json::Value;
 
 use crate::{Decision, Lint, ManagedType, OwnerRef, Policy, ResponseError, decide, lint};
 
-fn managed(group: &str, kind: &str, plural: &str, version: &str, served: &[&str]) -> ManagedType {
-    ManagedType {
-        group: group.into(),
-        version: version.into(),
-        served_versions: served.iter().map(|s| s.to_string()).collect(),
-        kind: kind.into(),
-        plural: plural.into(),
-        namespaced: true,
-        namespaces: Vec::new(),
-        cluster_scoped: false,
-    }
-}
-
 /// A WebApp `team/hello`; ork lives in `ork-system`. Declared: Deployment, Service,
 /// StatefulSet, Job, CronJob (v1beta1 and v1 served), Ingress, Secret, ServiceAccount,
 /// ClusterRole (not allowed cluster-scoped) and WebApp itself. Not declared: ConfigMap.
 pub(crate) fn policy() -> Policy {
-    let mut cluster_role = managed(
+    let mut cluster_role = ManagedType::namespaced(
         "rbac.authorization.k8s.io",
         "ClusterRole",
         "clusterroles",
@@ -43,22 +30,22 @@ pub(crate) fn policy() -> Policy {
             namespace: Some("team".into()),
         },
         vec![
-            managed("apps", "Deployment", "deployments", "v1", &["v1"]),
-            managed("", "Service", "services", "v1", &["v1"]),
-            managed("apps", "StatefulSet", "statefulsets", "v1", &["v1"]),
-            managed("batch", "Job", "jobs", "v1", &["v1"]),
-            managed(
+            ManagedType::namespaced("apps", "Deployment", "deployments", "v1", &["v1"]),
+            ManagedType::namespaced("", "Service", "services", "v1", &["v1"]),
+            ManagedType::namespaced("apps", "StatefulSet", "statefulsets", "v1", &["v1"]),
+            ManagedType::namespaced("batch", "Job", "jobs", "v1", &["v1"]),
+            ManagedType::namespaced(
                 "batch",
                 "CronJob",
                 "cronjobs",
                 "v1beta1",
                 &["v1beta1", "v1"],
             ),
-            managed("networking.k8s.io", "Ingress", "ingresses", "v1", &["v1"]),
-            managed("", "Secret", "secrets", "v1", &["v1"]),
-            managed("", "ServiceAccount", "serviceaccounts", "v1", &["v1"]),
+            ManagedType::namespaced("networking.k8s.io", "Ingress", "ingresses", "v1", &["v1"]),
+            ManagedType::namespaced("", "Secret", "secrets", "v1", &["v1"]),
+            ManagedType::namespaced("", "ServiceAccount", "serviceaccounts", "v1", &["v1"]),
             cluster_role,
-            managed("demo.ork.dev", "WebApp", "webapps", "v1", &["v1"]),
+            ManagedType::namespaced("demo.ork.dev", "WebApp", "webapps", "v1", &["v1"]),
         ],
         "ork-system",
     )
