@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -25,7 +25,7 @@ use serde_json::json;
 use super::write::send;
 
 /// How long a repeat still joins the series of an earlier event (as kube-runtime and client-go).
-pub(crate) const SERIES_TTL: Duration = Duration::from_secs(6 * 60);
+const SERIES_TTL: Duration = Duration::from_secs(6 * 60);
 
 /// How often series older than [`SERIES_TTL`] are forgotten.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -82,9 +82,11 @@ impl EventRecorder {
         if let Some(seen) = self.recent(key) {
             let count = seen.count + 1;
             let patch = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
-            let request = kube::core::Request::new(&url)
-                .patch(&seen.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .map_err(kube::Error::BuildRequest)?;
+            let request = kube::core::Request::new(&url).patch(
+                &seen.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            );
             match send(&self.client, request).await {
                 Ok(()) => {
                     self.remember(key, seen.name, count);
@@ -98,9 +100,7 @@ impl EventRecorder {
         let object = self.object(event, regarding, namespace, now);
         let name = object.metadata.name.clone().unwrap_or_default();
         let body = serde_json::to_vec(&object).map_err(kube::Error::SerdeError)?;
-        let request = kube::core::Request::new(&url)
-            .create(&PostParams::default(), body)
-            .map_err(kube::Error::BuildRequest)?;
+        let request = kube::core::Request::new(&url).create(&PostParams::default(), body);
         send(&self.client, request).await?;
         self.remember(key, name, 1);
         Ok(())
@@ -108,10 +108,7 @@ impl EventRecorder {
 
     /// The series of `key` if it is recent; sweeps old series now and then.
     fn recent(&self, key: u64) -> Option<Seen> {
-        let mut s = self
-            .series
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut s = self.lock();
         if s.swept.elapsed() >= SWEEP_EVERY {
             s.by_key.retain(|_, seen| seen.last.elapsed() < SERIES_TTL);
             s.swept = Instant::now();
@@ -123,11 +120,7 @@ impl EventRecorder {
     }
 
     fn remember(&self, key: u64, name: String, count: u32) {
-        let mut s = self
-            .series
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        s.by_key.insert(
+        self.lock().by_key.insert(
             key,
             Seen {
                 name,
@@ -135,6 +128,12 @@ impl EventRecorder {
                 last: Instant::now(),
             },
         );
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Series> {
+        self.series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn object(

@@ -246,13 +246,15 @@ pub struct CrAt<'a> {
 
 /// Sends a write whose answer ork does not read (the watch brings the new object): the body is
 /// not decoded, which for a CR with a large status or many managed fields is most of the work.
+/// `built` is what `kube::core::Request` made of it.
 ///
 /// # Errors
-/// The request failed or the API server refused it.
+/// The request could not be built, failed, or the API server refused it.
 pub(crate) async fn send(
     client: &Client,
-    request: http::Request<Vec<u8>>,
+    built: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
 ) -> Result<(), kube::Error> {
+    let request = built.map_err(kube::Error::BuildRequest)?;
     client.request_text(request).await.map(drop)
 }
 
@@ -261,14 +263,12 @@ pub(crate) async fn send(
 /// # Errors
 /// The API server refused the patch (e.g. the CRD has no status subresource).
 pub async fn patch_status(at: &CrAt<'_>, patch: &Value) -> Result<(), WriteError> {
-    let request = kube::core::Request::new(&at.url)
-        .patch_subresource(
-            "status",
-            &at.name,
-            &PatchParams::default(),
-            &Patch::Merge(patch),
-        )
-        .map_err(|e| WriteError::StatusFailed(kube::Error::BuildRequest(e)))?;
+    let request = kube::core::Request::new(&at.url).patch_subresource(
+        "status",
+        &at.name,
+        &PatchParams::default(),
+        &Patch::Merge(patch),
+    );
     send(at.client, request)
         .await
         .map_err(WriteError::StatusFailed)
@@ -304,9 +304,11 @@ pub async fn patch_finalizers(
 }
 
 async fn merge(at: &CrAt<'_>, patch: &Value) -> Result<(), kube::Error> {
-    let request = kube::core::Request::new(&at.url)
-        .patch(&at.name, &PatchParams::default(), &Patch::Merge(patch))
-        .map_err(kube::Error::BuildRequest)?;
+    let request = kube::core::Request::new(&at.url).patch(
+        &at.name,
+        &PatchParams::default(),
+        &Patch::Merge(patch),
+    );
     send(at.client, request).await
 }
 
