@@ -6,11 +6,12 @@
 //! - [`ports`]: the transport to the service and the writes to the cluster, behind traits.
 //! - [`reconcile`]: one reconcile over those ports: request, call, whole-answer check
 //!   (`ork-protocol`), apply and prune, status, annotations, events; typed [`error`]s.
-//! - [`controller`]: reflector stores and watches, the index, the queue, the dispatcher.
+//! - [`controller`]: watches into their [`cache`]s, the index, the queue, the dispatcher.
 //! - [`runtime`]: every entry of a run, health and metrics for the HTTP endpoints; [`leader`]
 //!   switches it on and off. [`simulate`] drives the same controller against memory.
 
 pub mod auth;
+mod cache;
 mod controller;
 pub mod discovery;
 mod entry;

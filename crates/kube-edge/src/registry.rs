@@ -6,12 +6,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::core::DynamicObject;
-use kube::discovery::ApiResource;
-use kube::runtime::reflector::{ObjectRef, Store};
 use ork_engine::health::{Health, State};
 use ork_katalog::{CrdEntry, DependencyCondition};
 use serde_json::Value;
+
+use crate::cache::{Cache, cache_key};
 
 /// An `observe.cross` selector that does not render for a CR.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -38,9 +37,8 @@ pub(crate) trait EntryHandle: Send + Sync {
 /// What one started entry shows the others.
 #[derive(Clone)]
 pub(crate) struct Published {
-    pub resource: ApiResource,
     pub namespaced: bool,
-    pub crs: Store<DynamicObject>,
+    pub crs: Cache,
     pub health: Arc<Mutex<Health>>,
     pub handle: Arc<dyn EntryHandle>,
 }
@@ -161,25 +159,23 @@ impl Registry {
             let value = match &c.selector.name {
                 Some(t) => {
                     let name = render(t)?;
-                    let mut at = ObjectRef::new_with(&name, other.resource.clone());
-                    if let Some(ns) = namespace.filter(|_| other.namespaced) {
-                        at = at.within(&ns);
-                    }
+                    let namespace = namespace.as_deref().filter(|_| other.namespaced);
                     other
                         .crs
-                        .get(&at)
+                        .get(&cache_key(namespace, &name))
                         .and_then(|o| serde_json::to_value(o.as_ref()).ok())
                         .unwrap_or(Value::Null)
                 }
                 None => Value::Array(
-                    other
-                        .crs
-                        .state()
-                        .iter()
-                        .filter(|o| !other.namespaced || o.namespace() == namespace)
-                        .filter(|o| labels.iter().all(|(k, v)| o.labels().get(k) == Some(v)))
-                        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
-                        .collect(),
+                    match (other.namespaced, namespace.as_deref()) {
+                        (false, _) => other.crs.list(None),
+                        (true, Some(ns)) => other.crs.list(Some(ns)),
+                        (true, None) => Vec::new(),
+                    }
+                    .iter()
+                    .filter(|o| labels.iter().all(|(k, v)| o.labels().get(k) == Some(v)))
+                    .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+                    .collect(),
                 ),
             };
             out.insert(c.alias.clone(), value);

@@ -1,4 +1,4 @@
-//! The controller of one entry: its compiled context, reflector stores, index, schedule and
+//! The controller of one entry: its compiled context, caches, index, schedule and
 //! ports, and [`Controller::run_one`], the path of one key from queue to finish.
 
 use std::collections::BTreeMap;
@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use kube::core::DynamicObject;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ork_engine::health::Health;
@@ -17,6 +16,7 @@ use tokio::sync::Notify;
 
 use super::lane::Lane;
 use super::schedule::Schedule;
+use crate::cache::{Cache, cache_key};
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{
@@ -32,9 +32,9 @@ use crate::shard_set::shard_of;
 /// One entry's moving parts.
 pub(crate) struct Controller {
     pub ctx: Arc<EntryContext>,
-    pub crs: Store<DynamicObject>,
-    /// Per managed type, the stores of its watches: one per namespace, or one for all.
-    pub children: Vec<Vec<(Option<String>, Store<DynamicObject>)>>,
+    pub crs: Cache,
+    /// Per managed type, the caches of its watches: one per namespace, or one for all.
+    pub children: Vec<Vec<(Option<String>, Cache)>>,
     index: Mutex<Index>,
     schedule: Mutex<Schedule>,
     health: Arc<Mutex<Health>>,
@@ -49,8 +49,8 @@ pub(crate) struct Controller {
 impl Controller {
     pub fn new(
         ctx: Arc<EntryContext>,
-        crs: Store<DynamicObject>,
-        children: Vec<Vec<(Option<String>, Store<DynamicObject>)>>,
+        crs: Cache,
+        children: Vec<Vec<(Option<String>, Cache)>>,
         cluster: Arc<dyn Cluster>,
         transport: Arc<dyn Transport>,
         process: Arc<Process>,
@@ -95,7 +95,6 @@ impl Controller {
     /// What this entry shows the others (`observe.cross`, `dependsOn`, `/katalog`).
     pub fn published(self: &Arc<Self>) -> Published {
         Published {
-            resource: self.ctx.cr_resource.clone(),
             namespaced: self.ctx.cr_namespaced,
             crs: self.crs.clone(),
             health: self.health.clone(),
@@ -206,21 +205,9 @@ impl Controller {
         self.index().keys()
     }
 
-    fn object_ref(&self, key: &str) -> ObjectRef<DynamicObject> {
-        let (ns, name) = match key.split_once('/') {
-            Some((ns, name)) if self.ctx.cr_namespaced => (Some(ns), name),
-            _ => (None, key),
-        };
-        let r = ObjectRef::new_with(name, self.ctx.cr_resource.clone());
-        match ns {
-            Some(ns) => r.within(ns),
-            None => r,
-        }
-    }
-
     /// Everything the reconcile of `key` reads; `None` when the CR is gone.
     fn job(&self, key: &str, reason: Reason, consume_sentinels: bool) -> Option<Job> {
-        let cr = self.crs.get(&self.object_ref(key))?;
+        let cr = self.crs.get(key)?;
         let uid = cr.meta().uid.clone().unwrap_or_default();
         let (sentinels, owned) = {
             let mut ix = self.index();
@@ -428,17 +415,12 @@ impl EntryHandle for Controller {
 
 impl LiveChildren for Controller {
     fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
-        let (_, store) = self
+        let (_, cache) = self
             .children
             .get(child.type_index)?
             .iter()
             .find(|(scope, _)| scope.is_none() || *scope == child.namespace)?;
-        let t = &self.ctx.children[child.type_index];
-        let mut at = ObjectRef::new_with(&child.name, t.resource.clone());
-        if let Some(ns) = &child.namespace {
-            at = at.within(ns);
-        }
-        store.get(&at)
+        cache.get(&cache_key(child.namespace.as_deref(), &child.name))
     }
 }
 
@@ -477,12 +459,12 @@ fn owner_key(entry: &str, annotation: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::CacheWriter;
     use crate::discovery::ChildType;
     use crate::ports::CallFailed;
     use crate::simulate::MemoryCluster;
     use futures::future::BoxFuture;
     use kube::discovery::ApiResource;
-    use kube::runtime::reflector::store::Writer;
     use ork_protocol::ManagedType;
 
     /// A service whose answer makes ork panic (standing in for any bug in ork).
@@ -515,7 +497,7 @@ spec:
               - {group: "", version: v1, plural: configmaps}
 "#;
 
-    fn controller() -> (Arc<Controller>, Writer<DynamicObject>) {
+    fn controller() -> (Arc<Controller>, CacheWriter) {
         let katalog =
             ork_katalog::load_str(KATALOG, std::path::Path::new("k.yaml")).expect("valid");
         let entry = katalog.spec.crds["webapp"].clone();
@@ -555,11 +537,11 @@ spec:
             "ork".into(),
         )
         .expect("builds");
-        let writer = Writer::new(cr);
+        let writer = CacheWriter::new();
         let c = Controller::new(
             Arc::new(ctx),
-            writer.as_reader(),
-            vec![vec![(None, Writer::new(cm).as_reader())]],
+            writer.reader(),
+            vec![vec![(None, CacheWriter::new().reader())]],
             Arc::new(MemoryCluster::default()),
             Arc::new(Panics),
             Arc::new(Process::new(true, crate::shard_set::ShardSet::single())),

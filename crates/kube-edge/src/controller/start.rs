@@ -1,11 +1,10 @@
 //! Starting one entry in `ork run`: resolve its types, build its ports, start the watches into
-//! their stores, wait for the initial lists and the entry's dependencies, then dispatch.
+//! their caches, wait for the initial lists and the entry's dependencies, then dispatch.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use kube::Client;
-use kube::runtime::reflector::store::Writer;
 use ork_katalog::CrdEntry;
 use ork_remote::HttpTransport;
 use tracing::Instrument;
@@ -14,6 +13,7 @@ use super::dispatch::{dispatch, resync};
 use super::runner::Controller;
 use super::watch::{cr_watch, watch_children, watch_crs};
 use crate::auth::{CredentialSource, TransportSource};
+use crate::cache::CacheWriter;
 use crate::discovery::{resolve_managed, wait_for_cr_type};
 use crate::entry::{EntryContext, EntryError};
 use crate::install::{apply_files, install_crd};
@@ -94,25 +94,25 @@ pub(crate) async fn start_entry(
             String::new()
         },
     )?);
-    let cr_writer = Writer::new(cr_resource.clone());
+    let cr_writer = CacheWriter::new();
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
     // else one cluster-wide watch per type.
-    let child_writers: Vec<Vec<(Option<String>, Writer<_>)>> = ctx
+    let child_writers: Vec<Vec<(Option<String>, CacheWriter)>> = ctx
         .children
         .iter()
         .map(|t| {
             watch_scopes(&ctx, t)
                 .into_iter()
-                .map(|scope| (scope, Writer::new(t.resource.clone())))
+                .map(|scope| (scope, CacheWriter::new()))
                 .collect()
         })
         .collect();
     let c = Arc::new(Controller::new(
         ctx.clone(),
-        cr_writer.as_reader(),
+        cr_writer.reader(),
         child_writers
             .iter()
-            .map(|ws| ws.iter().map(|(s, w)| (s.clone(), w.as_reader())).collect())
+            .map(|ws| ws.iter().map(|(s, w)| (s.clone(), w.reader())).collect())
             .collect(),
         Arc::new(KubeCluster::new(client.clone(), cr_resource)),
         transport.clone(),
@@ -128,10 +128,10 @@ pub(crate) async fn start_entry(
     }
     let (api, config) = cr_watch(&c, &client);
     tasks.spawn(watch_crs(c.clone(), cr_writer, api, config).in_current_span());
-    // Ready once every store holds its initial list.
-    let child_stores = c.children.iter().flatten().map(|(_, s)| s);
-    for store in std::iter::once(&c.crs).chain(child_stores) {
-        if store.wait_until_ready().await.is_err() {
+    // Ready once every cache holds its initial list.
+    let child_caches = c.children.iter().flatten().map(|(_, s)| s);
+    for cache in std::iter::once(&c.crs).chain(child_caches) {
+        if cache.wait_until_ready().await.is_err() {
             return Ok(());
         }
     }

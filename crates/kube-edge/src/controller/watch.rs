@@ -1,4 +1,4 @@
-//! The watches of one entry: kube-runtime watchers into reflector stores (one writer per type),
+//! The watches of one entry: kube-runtime watchers into [`Cache`]s (one writer per watch),
 //! each event then handed to the controller's index. Caches hold no `managedFields`, and every
 //! cached object carries its `apiVersion` and `kind` (the items of a list come without them).
 
@@ -8,12 +8,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, TypeMeta};
-use kube::runtime::reflector::store::Writer;
 use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 use super::runner::Controller;
+use crate::cache::CacheWriter;
 use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
 
 /// Objects per page of a watch's (re-)list: a page is decoded whole, so its size is ork's
@@ -50,7 +50,7 @@ pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<DynamicObject>, 
 
 pub(super) async fn watch_crs(
     c: Arc<Controller>,
-    mut writer: Writer<DynamicObject>,
+    mut writer: CacheWriter,
     api: Api<DynamicObject>,
     config: watcher::Config,
 ) {
@@ -78,7 +78,7 @@ pub(super) async fn watch_crs(
 /// child as far as ork is concerned.
 pub(super) async fn watch_children(
     c: Arc<Controller>,
-    mut writer: Writer<DynamicObject>,
+    mut writer: CacheWriter,
     client: Client,
     type_index: usize,
     scope: Option<String>,

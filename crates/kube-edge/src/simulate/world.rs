@@ -9,7 +9,6 @@ use std::sync::atomic::AtomicU64;
 
 use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
-use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 use ork_engine::queue::Reason;
 use ork_katalog::Katalog;
@@ -19,6 +18,7 @@ use serde_json::{Value, json};
 use super::memory::{self, MemoryCluster};
 use super::types::offline_type;
 use crate::auth::{CredentialSource, TransportSource};
+use crate::cache::CacheWriter;
 use crate::controller::Controller;
 use crate::entry::{EntryContext, EntryError};
 use crate::ports::{Tap, Timed, Transport, for_remote};
@@ -53,8 +53,8 @@ pub struct SimulateOptions {
 /// One entry of the simulation: its controller, the writers of its stores, its memory.
 pub(crate) struct SimEntry {
     pub controller: Arc<Controller>,
-    cr_writer: Writer<DynamicObject>,
-    child_writers: Vec<Writer<DynamicObject>>,
+    cr_writer: CacheWriter,
+    child_writers: Vec<CacheWriter>,
     pub memory: Arc<MemoryCluster>,
     pub timed: Arc<Timed>,
 }
@@ -99,7 +99,7 @@ impl SimEntry {
 }
 
 fn relist(
-    writer: &mut Writer<DynamicObject>,
+    writer: &mut CacheWriter,
     objects: Vec<DynamicObject>,
     mut deliver: impl FnMut(&watcher::Event<DynamicObject>),
 ) {
@@ -179,18 +179,15 @@ pub(crate) fn build_entries(
             .map_err(fail)?,
         );
         let memory = Arc::new(MemoryCluster::default());
-        let cr_writer = Writer::new(cr_resource);
-        let child_writers: Vec<Writer<DynamicObject>> = ctx
-            .children
-            .iter()
-            .map(|c| Writer::new(c.resource.clone()))
-            .collect();
+        let cr_writer = CacheWriter::new();
+        let child_writers: Vec<CacheWriter> =
+            ctx.children.iter().map(|_| CacheWriter::new()).collect();
         let controller = Arc::new(Controller::new(
             ctx,
-            cr_writer.as_reader(),
+            cr_writer.reader(),
             child_writers
                 .iter()
-                .map(|w| vec![(None, w.as_reader())])
+                .map(|w| vec![(None, w.reader())])
                 .collect(),
             memory.clone(),
             timed.clone(),
