@@ -81,22 +81,21 @@ impl Lane {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use kube::core::DynamicObject;
     use serde_json::{Map, json};
 
     use super::*;
+    use crate::ports::CrRef;
 
     fn later(note: &str) -> Later {
-        let cr: DynamicObject = serde_json::from_value(
-            json!({"apiVersion": "demo/v1", "kind": "WebApp", "metadata": {"name": "a"}}),
-        )
-        .expect("object");
         let mut annotations = Map::new();
         annotations.insert("note".into(), json!(note));
         Later {
-            cr: Arc::new(cr),
+            cr: CrRef {
+                namespace: None,
+                name: "a".into(),
+                uid: None,
+                resource_version: None,
+            },
             metadata: Some(annotations),
             events: Vec::new(),
         }

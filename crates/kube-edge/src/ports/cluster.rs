@@ -21,6 +21,33 @@ use crate::discovery::ChildType;
 
 pub(crate) type Written<'a> = BoxFuture<'a, Result<(), WriteError>>;
 
+/// The CR a write is about: where it is, and the version the reconcile read (what a guarded
+/// write checks and an event names). Small, so that writes waiting on the lane do not hold
+/// whole CRs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CrRef {
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+impl CrRef {
+    pub fn of(cr: &DynamicObject) -> CrRef {
+        CrRef {
+            namespace: cr.namespace(),
+            name: cr.name_any(),
+            uid: cr.uid(),
+            resource_version: cr.resource_version(),
+        }
+    }
+
+    /// `namespace/name`, or `name` when cluster-scoped (the queue key).
+    pub fn key(&self) -> String {
+        crate::cache::cache_key(self.namespace.as_deref(), &self.name)
+    }
+}
+
 /// The writes a reconcile makes.
 pub(crate) trait Cluster: Send + Sync {
     /// Server-side applies a stamped child; returns the object as the server stored it.
@@ -47,17 +74,14 @@ pub(crate) trait Cluster: Send + Sync {
         name: &'a str,
     ) -> Written<'a>;
     /// Merge-patches the CR's status subresource with `{"status": {...}}`.
-    fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a>;
+    fn patch_status<'a>(&'a self, cr: &'a CrRef, patch: &'a Value) -> Written<'a>;
     /// Merge-patches the CR's `metadata` (labels, annotations) with `metadata`.
-    fn patch_metadata<'a>(
-        &'a self,
-        cr: &'a DynamicObject,
-        metadata: &'a Map<String, Value>,
-    ) -> Written<'a>;
+    fn patch_metadata<'a>(&'a self, cr: &'a CrRef, metadata: &'a Map<String, Value>)
+    -> Written<'a>;
     /// Sets the CR's finalizers, guarded by its resourceVersion.
-    fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a>;
+    fn set_finalizers<'a>(&'a self, cr: &'a CrRef, finalizers: Vec<String>) -> Written<'a>;
     /// Records an event on the CR.
-    fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a>;
+    fn event<'a>(&'a self, cr: &'a CrRef, event: &'a Event) -> Written<'a>;
 }
 
 /// The real cluster.
@@ -77,11 +101,11 @@ impl KubeCluster {
         }
     }
 
-    fn at(&self, cr: &DynamicObject) -> CrAt<'_> {
+    fn at<'a>(&'a self, cr: &'a CrRef) -> CrAt<'a> {
         CrAt {
             client: &self.client,
-            url: DynamicObject::url_path(&self.cr_resource, cr.namespace().as_deref()),
-            name: cr.name_any(),
+            url: DynamicObject::url_path(&self.cr_resource, cr.namespace.as_deref()),
+            name: &cr.name,
         }
     }
 }
@@ -115,31 +139,33 @@ impl Cluster for KubeCluster {
         Box::pin(prune_child(&self.client, t, namespace, name))
     }
 
-    fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a> {
+    fn patch_status<'a>(&'a self, cr: &'a CrRef, patch: &'a Value) -> Written<'a> {
         Box::pin(async move { patch_status(&self.at(cr), patch).await })
     }
 
     fn patch_metadata<'a>(
         &'a self,
-        cr: &'a DynamicObject,
+        cr: &'a CrRef,
         metadata: &'a Map<String, Value>,
     ) -> Written<'a> {
         Box::pin(async move { patch_metadata(&self.at(cr), metadata).await })
     }
 
-    fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a> {
-        Box::pin(async move { patch_finalizers(&self.at(cr), cr, finalizers).await })
+    fn set_finalizers<'a>(&'a self, cr: &'a CrRef, finalizers: Vec<String>) -> Written<'a> {
+        Box::pin(async move {
+            patch_finalizers(&self.at(cr), cr.resource_version.as_deref(), finalizers).await
+        })
     }
 
-    fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a> {
+    fn event<'a>(&'a self, cr: &'a CrRef, event: &'a Event) -> Written<'a> {
         Box::pin(async move {
             let reference = ObjectReference {
                 api_version: Some(self.cr_resource.api_version.clone()),
                 kind: Some(self.cr_resource.kind.clone()),
-                name: cr.metadata.name.clone(),
-                namespace: cr.namespace(),
-                uid: cr.uid(),
-                resource_version: cr.resource_version(),
+                name: Some(cr.name.clone()),
+                namespace: cr.namespace.clone(),
+                uid: cr.uid.clone(),
+                resource_version: cr.resource_version.clone(),
                 field_path: None,
             };
             self.recorder

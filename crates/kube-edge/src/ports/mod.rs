@@ -8,7 +8,7 @@ mod tap;
 mod transport;
 pub(crate) mod write;
 
-pub(crate) use cluster::{Cluster, KubeCluster, Written};
+pub(crate) use cluster::{Cluster, CrRef, KubeCluster, Written};
 pub(crate) use tap::Tap;
 pub(crate) use transport::{CallFailed, NoTransport, Timed, Transport, for_remote};
 pub use write::{Owner, WriteError};

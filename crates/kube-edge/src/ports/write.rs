@@ -1,9 +1,9 @@
 //! Writes to the API server: server-side apply of children, prune, status, annotation and
 //! finalizer patches, each a typed error the retry policy can read.
 
+use kube::Client;
 use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams};
 use kube::core::{DynamicObject, ObjectMeta};
-use kube::{Client, ResourceExt};
 use ork_protocol::{DesiredChild, OwnerRef};
 use serde_json::{Map, Value, json};
 
@@ -241,7 +241,7 @@ pub struct CrAt<'a> {
     pub client: &'a Client,
     /// `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`.
     pub url: String,
-    pub name: String,
+    pub name: &'a str,
 }
 
 /// Sends a write whose answer ork does not read (the watch brings the new object): the body is
@@ -265,7 +265,7 @@ pub(crate) async fn send(
 pub async fn patch_status(at: &CrAt<'_>, patch: &Value) -> Result<(), WriteError> {
     let request = kube::core::Request::new(&at.url).patch_subresource(
         "status",
-        &at.name,
+        at.name,
         &PatchParams::default(),
         &Patch::Merge(patch),
     );
@@ -293,19 +293,19 @@ pub async fn patch_metadata(
 /// The API server refused the patch (409 when the CR changed meanwhile).
 pub async fn patch_finalizers(
     at: &CrAt<'_>,
-    obj: &DynamicObject,
+    resource_version: Option<&str>,
     finalizers: Vec<String>,
 ) -> Result<(), WriteError> {
     let patch = json!({"metadata": {
         "finalizers": finalizers,
-        "resourceVersion": obj.resource_version(),
+        "resourceVersion": resource_version,
     }});
     merge(at, &patch).await.map_err(WriteError::FinalizerFailed)
 }
 
 async fn merge(at: &CrAt<'_>, patch: &Value) -> Result<(), kube::Error> {
     let request = kube::core::Request::new(&at.url).patch(
-        &at.name,
+        at.name,
         &PatchParams::default(),
         &Patch::Merge(patch),
     );

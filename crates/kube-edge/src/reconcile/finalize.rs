@@ -21,7 +21,7 @@ use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::OwnWrites;
 use crate::labels::FINALIZER;
-use crate::ports::Owner;
+use crate::ports::{CrRef, Owner};
 
 /// How soon to ask again when the service says it is not finished yet.
 const NOT_FINALIZED_RETRY: Duration = Duration::from_secs(5);
@@ -41,7 +41,7 @@ pub(super) async fn ensure_finalizer(
     }
     let mut next = finalizers.to_vec();
     next.push(FINALIZER.to_string());
-    ports.cluster.set_finalizers(cr, next).await?;
+    ports.cluster.set_finalizers(&CrRef::of(cr), next).await?;
     Ok(())
 }
 
@@ -81,7 +81,7 @@ pub(super) async fn finalize(
         }
     };
     if let Some(event) = event
-        && let Err(err) = ports.cluster.event(&job.cr, &event).await
+        && let Err(err) = ports.cluster.event(&CrRef::of(&job.cr), &event).await
     {
         tracing::warn!(error = %err, "event not recorded");
     }
@@ -136,6 +136,9 @@ async fn release(
         .filter(|f| *f != FINALIZER)
         .cloned()
         .collect();
-    ports.cluster.set_finalizers(&job.cr, remaining).await?;
+    ports
+        .cluster
+        .set_finalizers(&CrRef::of(&job.cr), remaining)
+        .await?;
     Ok(Success::Finalized)
 }

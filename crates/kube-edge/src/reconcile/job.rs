@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
 use crate::metrics::Metrics;
-use crate::ports::{Cluster, Transport};
+use crate::ports::{Cluster, CrRef, Transport};
 use crate::registry::CrossError;
 
 /// Everything one reconcile reads, gathered before it starts.
@@ -77,7 +77,7 @@ pub(crate) struct Done {
 /// The CR's annotations and events of a reconcile: written after it, on a lower-priority lane
 /// that coalesces what piles up for one CR.
 pub(crate) struct Later {
-    pub cr: Arc<DynamicObject>,
+    pub cr: CrRef,
     /// A merge patch of the CR's `metadata` (labels, annotations).
     pub metadata: Option<Map<String, Value>>,
     pub events: Vec<Event>,
@@ -113,7 +113,7 @@ impl Later {
 
     /// Writes them: the metadata patch and the events, together.
     pub async fn write(&self, cluster: &dyn Cluster) {
-        let cr = self.cr.as_ref();
+        let cr = &self.cr;
         let annotation_write = async {
             if let Some(m) = &self.metadata
                 && let Err(e) = cluster.patch_metadata(cr, m).await

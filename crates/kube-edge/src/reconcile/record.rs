@@ -14,6 +14,7 @@ use super::job::{Job, Later, Ports};
 use crate::entry::{EntryContext, key_of};
 use crate::error::ReconcileError;
 use crate::labels::{HEALTH, METRICS};
+use crate::ports::CrRef;
 
 /// What a reconcile ended with, as far as the CR shows it.
 pub(super) struct Outcome<'a> {
@@ -100,13 +101,14 @@ pub(super) async fn record(
             secondary: None,
         });
     }
+    let at = CrRef::of(cr);
     if let Some(patch) = &status_patch
-        && let Err(e) = ports.cluster.patch_status(cr, patch).await
+        && let Err(e) = ports.cluster.patch_status(&at, patch).await
     {
         tracing::warn!(error = %e, "status not written");
     }
     let later = Later {
-        cr: job.cr.clone(),
+        cr: at,
         metadata: metadata(ctx, cr, annotations),
         events,
     };

@@ -13,8 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::discovery::ChildType;
-use crate::entry::key_of;
-use crate::ports::{Cluster, WriteError, Written};
+use crate::ports::{Cluster, CrRef, WriteError, Written};
 
 /// One thing that happened in the cluster during a cycle.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -281,10 +280,10 @@ impl Cluster for MemoryCluster {
         })
     }
 
-    fn patch_status<'a>(&'a self, cr: &'a DynamicObject, patch: &'a Value) -> Written<'a> {
+    fn patch_status<'a>(&'a self, cr: &'a CrRef, patch: &'a Value) -> Written<'a> {
         Box::pin(async move {
             let mut m = self.lock();
-            let key = key_of(cr);
+            let key = cr.key();
             let rv = m.bump();
             if let Some(stored) = m.crs.get_mut(&key) {
                 merge(stored, patch);
@@ -300,12 +299,12 @@ impl Cluster for MemoryCluster {
 
     fn patch_metadata<'a>(
         &'a self,
-        cr: &'a DynamicObject,
+        cr: &'a CrRef,
         metadata: &'a Map<String, Value>,
     ) -> Written<'a> {
         Box::pin(async move {
             let mut m = self.lock();
-            let key = key_of(cr);
+            let key = cr.key();
             let rv = m.bump();
             if let Some(stored) = m.crs.get_mut(&key) {
                 merge(stored, &json!({ "metadata": metadata }));
@@ -315,10 +314,10 @@ impl Cluster for MemoryCluster {
         })
     }
 
-    fn set_finalizers<'a>(&'a self, cr: &'a DynamicObject, finalizers: Vec<String>) -> Written<'a> {
+    fn set_finalizers<'a>(&'a self, cr: &'a CrRef, finalizers: Vec<String>) -> Written<'a> {
         Box::pin(async move {
             let mut m = self.lock();
-            let key = key_of(cr);
+            let key = cr.key();
             let rv = m.bump();
             if let Some(stored) = m.crs.get_mut(&key) {
                 stored["metadata"]["finalizers"] = json!(finalizers);
@@ -328,10 +327,10 @@ impl Cluster for MemoryCluster {
         })
     }
 
-    fn event<'a>(&'a self, cr: &'a DynamicObject, event: &'a Event) -> Written<'a> {
+    fn event<'a>(&'a self, cr: &'a CrRef, event: &'a Event) -> Written<'a> {
         Box::pin(async move {
             self.lock().journal.push(Change::Event {
-                cr: key_of(cr),
+                cr: cr.key(),
                 r#type: match event.type_ {
                     EventType::Normal => "Normal".into(),
                     EventType::Warning => "Warning".into(),
