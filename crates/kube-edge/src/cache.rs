@@ -13,11 +13,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use kube::ResourceExt;
 use kube::core::DynamicObject;
 use kube::runtime::watcher;
 use tokio::sync::watch;
-
-use crate::entry::key_of;
 
 type Objects = HashMap<Box<str>, Box<str>>;
 
@@ -42,6 +41,11 @@ pub(crate) fn cache_key(namespace: Option<&str>, name: &str) -> String {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_string(),
     }
+}
+
+/// The cache key (and queue key) of an object.
+pub(crate) fn key_of(obj: &DynamicObject) -> String {
+    cache_key(obj.metadata.namespace.as_deref(), &obj.name_any())
 }
 
 impl CacheWriter {

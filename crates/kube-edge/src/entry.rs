@@ -165,11 +165,3 @@ impl EntryContext {
         )
     }
 }
-
-/// The queue key of an object: `namespace/name`, or `name` when cluster-scoped.
-pub(crate) fn key_of(obj: &DynamicObject) -> String {
-    match obj.namespace() {
-        Some(ns) => format!("{ns}/{}", obj.name_any()),
-        None => obj.name_any(),
-    }
-}

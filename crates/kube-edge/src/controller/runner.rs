@@ -121,7 +121,7 @@ impl Controller {
         };
         let wants_json = self.index().wants_json();
         let view = |o: &DynamicObject| CrView {
-            key: crate::entry::key_of(o),
+            key: crate::cache::key_of(o),
             fingerprint: cr_fingerprint(o, &self.ctx.own_metadata),
             json: wants_json.then(|| serde_json::to_value(o).unwrap_or(Value::Null)),
         };

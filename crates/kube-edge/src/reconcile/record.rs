@@ -11,7 +11,8 @@ use ork_protocol::Decision;
 use serde_json::{Map, Value, json};
 
 use super::job::{Job, Later, Ports};
-use crate::entry::{EntryContext, key_of};
+use crate::cache::key_of;
+use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::labels::{HEALTH, METRICS};
 use crate::ports::CrRef;
