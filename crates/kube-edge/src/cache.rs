@@ -18,6 +18,8 @@ use kube::core::DynamicObject;
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
+use crate::wire::Lean;
+
 type Objects = HashMap<Box<str>, Box<str>>;
 
 /// The reading side, cheap to clone.
@@ -142,7 +144,7 @@ fn compact(o: &DynamicObject) -> Option<Box<str>> {
 }
 
 fn parse(text: &str) -> Option<Arc<DynamicObject>> {
-    serde_json::from_str(text)
+    Lean::from_str(text)
         .inspect_err(|e| tracing::error!(error = %e, "a cached object does not parse"))
         .ok()
         .map(Arc::new)

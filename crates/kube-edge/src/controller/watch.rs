@@ -1,6 +1,7 @@
 //! The watches of one entry: kube-runtime watchers into [`Cache`]s (one writer per watch),
-//! each event then handed to the controller's index. Caches hold no `managedFields`, and every
-//! cached object carries its `apiVersion` and `kind` (the items of a list come without them).
+//! each event then handed to the controller's index. Objects are read without their
+//! `managedFields` ([`Lean`]), and every cached object carries its `apiVersion` and `kind` (the
+//! items of a list come without them).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,8 @@ use kube::{Client, ResourceExt};
 
 use super::runner::Controller;
 use crate::cache::CacheWriter;
-use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
+use crate::labels::{MANAGED, OWNER_UID};
+use crate::wire::Lean;
 
 /// Objects per page of a watch's (re-)list: a page is decoded whole, so its size is ork's
 /// transient memory at start-up (kube-runtime's 500 CRs with status took ~5 MB).
@@ -22,7 +24,7 @@ const LIST_PAGE: u32 = 100;
 
 /// The CRs this entry watches: one namespace if the entry says so, else all; with the entry's
 /// label and field selectors.
-pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<DynamicObject>, watcher::Config) {
+pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<Lean>, watcher::Config) {
     let entry = &c.ctx.entry;
     let api = match entry.single_namespace() {
         Some(ns) => Api::namespaced_with(client.clone(), &ns, &c.ctx.cr_resource),
@@ -51,20 +53,17 @@ pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<DynamicObject>, 
 pub(super) async fn watch_crs(
     c: Arc<Controller>,
     mut writer: CacheWriter,
-    api: Api<DynamicObject>,
+    api: Api<Lean>,
     config: watcher::Config,
 ) {
     let resource = c.ctx.cr_resource.clone();
     let mut stream = watcher(api, config)
         .backoff(WatchBackoff::default())
-        .modify(move |o: &mut DynamicObject| {
-            o.managed_fields_mut().clear();
-            typed(o, &resource);
-        })
         .boxed();
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
+                let event = plain(event, |o| typed(o.object, &resource));
                 writer.apply_watcher_event(&event);
                 c.cr_event(&event);
             }
@@ -84,7 +83,7 @@ pub(super) async fn watch_children(
     scope: Option<String>,
 ) {
     let t = &c.ctx.children[type_index];
-    let api: Api<DynamicObject> = match &scope {
+    let api: Api<Lean> = match &scope {
         Some(ns) => Api::namespaced_with(client, ns, &t.resource),
         None => Api::all_with(client, &t.resource),
     };
@@ -94,14 +93,11 @@ pub(super) async fn watch_children(
     let resource = t.resource.clone();
     let mut stream = watcher(api, config)
         .backoff(WatchBackoff::default())
-        .modify(move |o: &mut DynamicObject| {
-            forget_foreign_owner(o);
-            typed(o, &resource);
-        })
         .boxed();
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
+                let event = plain(event, |o| typed(forget_foreign_owner(o), &resource));
                 writer.apply_watcher_event(&event);
                 c.child_event(type_index, scope.as_deref(), &event);
             }
@@ -112,27 +108,39 @@ pub(super) async fn watch_children(
     }
 }
 
-fn forget_foreign_owner(o: &mut DynamicObject) {
-    let ork_wrote_it = o
-        .managed_fields()
-        .iter()
-        .any(|m| m.manager.as_deref() == Some(FIELD_MANAGER));
-    if !ork_wrote_it {
-        o.labels_mut().remove(OWNER_UID);
+fn forget_foreign_owner(o: Lean) -> DynamicObject {
+    let mut object = o.object;
+    if !o.written_by_ork {
+        object.labels_mut().remove(OWNER_UID);
     }
-    o.managed_fields_mut().clear();
+    object
+}
+
+/// The event with each object made plain by `f`.
+fn plain(
+    event: watcher::Event<Lean>,
+    f: impl Fn(Lean) -> DynamicObject,
+) -> watcher::Event<DynamicObject> {
+    match event {
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(f(o)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+        watcher::Event::Apply(o) => watcher::Event::Apply(f(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(f(o)),
+    }
 }
 
 /// The API server leaves `apiVersion` and `kind` out of the items of a list, so after a
 /// (re-)list a cached object would lack them: the service would get a CR without its kind and
 /// every child would look changed. They are the watched type's.
-fn typed(o: &mut DynamicObject, resource: &ApiResource) {
+fn typed(mut o: DynamicObject, resource: &ApiResource) -> DynamicObject {
     if o.types.is_none() {
         o.types = Some(TypeMeta {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         });
     }
+    o
 }
 
 /// How a watch waits after an error: 250 ms doubling up to 5 s, ±20 % so that replicas do not

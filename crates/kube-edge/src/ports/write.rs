@@ -1,14 +1,16 @@
 //! Writes to the API server: server-side apply of children, prune, status, annotation and
 //! finalizer patches, each a typed error the retry policy can read.
 
-use kube::Client;
 use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams};
+use kube::core::{ApiResource, DynamicResourceScope};
 use kube::core::{DynamicObject, ObjectMeta};
+use kube::{Client, Resource};
 use ork_protocol::{DesiredChild, OwnerRef};
 use serde_json::{Map, Value, json};
 
 use crate::discovery::ChildType;
 use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_UID};
+use crate::wire::Lean;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -100,7 +102,11 @@ impl Owner {
     }
 }
 
-fn api_for(client: &Client, t: &ChildType, namespace: Option<&str>) -> Api<DynamicObject> {
+fn api_for<K: Resource<DynamicType = ApiResource, Scope = DynamicResourceScope>>(
+    client: &Client,
+    t: &ChildType,
+    namespace: Option<&str>,
+) -> Api<K> {
     match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &t.resource),
         None => Api::all_with(client.clone(), &t.resource),
@@ -181,9 +187,10 @@ pub async fn apply_child(
         at.resource.version = child.managed.version.clone();
         at.resource.api_version = child.managed.api_version();
     }
-    api_for(client, &at, child.namespace.as_deref())
+    api_for::<Lean>(client, &at, child.namespace.as_deref())
         .patch(&child.name, &params, &Patch::Apply(object))
         .await
+        .map(|o| o.object)
         .map_err(|source| WriteError::ApplyFailed {
             kind: child.managed.kind.clone(),
             name: child.name.clone(),
@@ -201,7 +208,7 @@ pub async fn existing(
     namespace: Option<&str>,
     name: &str,
 ) -> Result<Option<ObjectMeta>, WriteError> {
-    api_for(client, t, namespace)
+    api_for::<DynamicObject>(client, t, namespace)
         .get_metadata_opt_with(name, &GetParams::any())
         .await
         .map(|m| m.map(|m| m.metadata))
@@ -222,7 +229,7 @@ pub async fn prune_child(
     namespace: Option<&str>,
     name: &str,
 ) -> Result<(), WriteError> {
-    match api_for(client, t, namespace)
+    match api_for::<DynamicObject>(client, t, namespace)
         .delete(name, &DeleteParams::background())
         .await
     {
