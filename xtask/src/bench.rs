@@ -1,6 +1,6 @@
-//! `cargo xtask bench [N] [--json] [--systems baseline,kopf,ork] [--no-idle] [--no-p5]`: release
-//! build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the baseline, the kopf peer
-//! and ork doing the same job on the local cluster, measured in one run.
+//! `cargo xtask bench [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--no-idle]
+//! [--no-p5]`: release build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the
+//! baselines, the kopf peer and ork doing the same job on the local cluster, measured in one run.
 //!
 //! With `KUBECONFIG` set, that cluster is used as it is (one cluster per machine: reuse a running
 //! one rather than starting another); otherwise the local cluster is started if needed and

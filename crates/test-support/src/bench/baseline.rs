@@ -3,6 +3,12 @@
 //! Widget), one status write — with the operators' concurrency: as many creating tasks as the
 //! bench uses for them, as many reconciling tasks as ork has workers. Run as its own
 //! process (`ork-bench baseline-client`) so its CPU and memory are measured like the others'.
+//!
+//! `baseline-spec` is the same client making, in addition, the requests SPEC §10/§11 ask of
+//! any remote reconciler for a new CR: a read of each child before its first apply (an object
+//! of that name that is not the CR's is not taken over), the annotation write and the success
+//! event. The ratio of ork to it is what ork's runtime costs (watches, caches, queue) beyond the
+//! contract's own requests.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,8 +17,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, GetParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
@@ -33,6 +43,7 @@ pub async fn run(
     n: usize,
     service: SocketAddr,
     workers: usize,
+    spec: bool,
 ) -> Result<Value> {
     let cpu0 = probe::cpu_seconds(std::process::id()).unwrap_or(0.0);
     let started = Instant::now();
@@ -62,7 +73,7 @@ pub async fn run(
             loop {
                 let cr = rx.lock().await.recv().await;
                 let Some(cr) = cr else { return anyhow::Ok(()) };
-                reconcile(&client, &ns, cr, &mut conn).await?;
+                reconcile(&client, &ns, cr, &mut conn, spec).await?;
             }
         });
     }
@@ -88,8 +99,15 @@ fn async_channel(capacity: usize) -> Queue {
     (tx, Arc::new(tokio::sync::Mutex::new(rx)))
 }
 
-/// Call, two applies, one status write.
-async fn reconcile(client: &Client, ns: &str, cr: DynamicObject, conn: &mut Conn) -> Result<()> {
+/// Call, two applies, one status write; with `spec` also the adopt reads, the annotation write
+/// and the success event.
+async fn reconcile(
+    client: &Client,
+    ns: &str,
+    cr: DynamicObject,
+    conn: &mut Conn,
+    spec: bool,
+) -> Result<()> {
     let crs = widgets(client, ns);
     let name = cr
         .metadata
@@ -119,10 +137,49 @@ async fn reconcile(client: &Client, ns: &str, cr: DynamicObject, conn: &mut Conn
             .as_str()
             .context("child name")?
             .to_string();
+        if spec {
+            cms.get_metadata_opt_with(&child_name, &GetParams::any())
+                .await?;
+        }
         cms.patch(&child_name, &pp, &Patch::Apply(&child)).await?;
     }
     let status = json!({"status": answer["status"]});
     crs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
         .await?;
+    if spec {
+        let annotations = json!({"metadata": {"annotations": {"bench.ork.dev/health": "Healthy"}}});
+        crs.patch(&name, &PatchParams::default(), &Patch::Merge(&annotations))
+            .await?;
+        success_event(client, ns, &name, &uid).await?;
+    }
+    Ok(())
+}
+
+/// An events.k8s.io/v1 event on the Widget, as ork records a first success.
+async fn success_event(client: &Client, ns: &str, name: &str, uid: &str) -> Result<()> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let event = Event {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{name}.")),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(Timestamp::now())),
+        reporting_controller: Some("bench-baseline".into()),
+        reporting_instance: Some("bench-baseline".into()),
+        action: Some("Reconcile".into()),
+        reason: Some("Reconciled".into()),
+        note: Some(format!("Remote reconciler succeeded for {ns}/{name}")),
+        type_: Some("Normal".into()),
+        regarding: Some(ObjectReference {
+            api_version: Some(format!("{GROUP}/v1")),
+            kind: Some(KIND.into()),
+            namespace: Some(ns.into()),
+            name: Some(name.into()),
+            uid: Some(uid.into()),
+            ..ObjectReference::default()
+        }),
+        ..Event::default()
+    };
+    events.create(&PostParams::default(), &event).await?;
     Ok(())
 }

@@ -102,14 +102,22 @@ pub struct IdleCost {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum System {
     Baseline,
+    /// The baseline plus the requests the contract asks of any remote reconciler.
+    BaselineSpec,
     Kopf,
     Ork,
 }
 
 impl System {
+    /// A long-running operator (kopf, ork), not a client that does its N and exits.
+    pub fn is_operator(self) -> bool {
+        matches!(self, System::Kopf | System::Ork)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             System::Baseline => "baseline",
+            System::BaselineSpec => "baseline-spec",
             System::Kopf => "kopf",
             System::Ork => "ork",
         }
@@ -234,21 +242,28 @@ impl Bench {
                     resync_s,
                 )
             }
-            System::Baseline => bail!("the baseline is not a long-running process"),
+            System::Baseline | System::BaselineSpec => {
+                bail!("the baseline is not a long-running process")
+            }
         }
     }
 
-    /// Baseline: the plain client as a child process doing all N.
-    pub async fn baseline(&mut self) -> Result<PhaseResult> {
+    /// Baseline (`Baseline` or `BaselineSpec`): the plain client as a child process doing all N.
+    pub async fn baseline(&mut self, system: System) -> Result<PhaseResult> {
         let ns = self.namespace().await?;
         self.settle().await?;
         let before = self.snapshot(None).await?;
-        let out = tokio::process::Command::new(std::env::current_exe()?)
+        let mut client = tokio::process::Command::new(std::env::current_exe()?);
+        client
             .arg("baseline-client")
             .arg(&ns)
             .arg(self.n.to_string())
             .arg(self.service.addr.to_string())
-            .arg(self.workers.to_string())
+            .arg(self.workers.to_string());
+        if system == System::BaselineSpec {
+            client.arg("--spec");
+        }
+        let out = client
             .env("KUBECONFIG", &self.kubeconfig)
             .stderr(Stdio::inherit())
             .output()
@@ -259,7 +274,7 @@ impl Bench {
         let own: Value = serde_json::from_slice(&out.stdout).context("baseline client output")?;
         self.settle().await?;
         let after = self.snapshot(None).await?;
-        let mut r = self.result(System::Baseline, &before, &after);
+        let mut r = self.result(system, &before, &after);
         r.converge_s = own["elapsed_s"].as_f64().unwrap_or(f64::NAN);
         r.cpu
             .insert("process".into(), own["cpu_s"].as_f64().unwrap_or(f64::NAN));

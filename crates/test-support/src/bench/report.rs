@@ -117,7 +117,7 @@ impl Report {
             rows.push(row);
         }
         if let Some(ork) = self.phase("ork") {
-            for other in ["baseline", "kopf"] {
+            for other in ["baseline", "baseline-spec", "kopf"] {
                 let Some(o) = self.phase(other) else { continue };
                 let mut row = vec![format!("ork/{other}")];
                 for (a, b) in ork.columns().iter().zip(o.columns()) {

@@ -1,10 +1,12 @@
-//! `ork-bench ORK_BINARY [N] [--json] [--systems baseline,kopf,ork] [--no-idle] [--no-p5]`:
-//! the same job done by three systems on the local cluster, measured in one run (issue 11).
+//! `ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--no-idle]
+//! [--no-p5]`: the same job done by four systems on the local cluster, measured in one run.
 //!
 //! The job: N `Widget` CRs; one Python stdlib service on 127.0.0.1 (the same for every system)
 //! answers each with two ConfigMaps and a status. The systems:
 //! - baseline: a plain client with only the necessary writes per CR (create, call, two applies,
 //!   one status write), as many concurrent tasks as ork has workers (`phase.rs`, `baseline.rs`);
+//! - baseline-spec: the same client also making the requests the contract asks of any remote
+//!   reconciler (a read of each new child, the annotation write, the success event);
 //! - kopf (PyPI, installed into `target/bench-venv`), an async operator doing the same
 //!   (`kopf_operator.py` says how it is tuned);
 //! - `ork run` (release build) with a generated Katalog, 16 workers.
@@ -52,14 +54,19 @@ struct Args {
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
-    let usage = "usage: ork-bench ORK_BINARY [N] [--json] [--systems baseline,kopf,ork] [--no-idle] [--no-p5]";
+    let usage = "usage: ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--no-idle] [--no-p5]";
     let mut it = args.iter();
     let ork = PathBuf::from(it.next().context(usage)?);
     let mut a = Args {
         ork,
         n: 500,
         json: false,
-        systems: vec![System::Baseline, System::Kopf, System::Ork],
+        systems: vec![
+            System::Baseline,
+            System::BaselineSpec,
+            System::Kopf,
+            System::Ork,
+        ],
         idle: true,
         p5: true,
     };
@@ -74,6 +81,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
                     .split(',')
                     .map(|s| match s {
                         "baseline" => Ok(System::Baseline),
+                        "baseline-spec" => Ok(System::BaselineSpec),
                         "kopf" => Ok(System::Kopf),
                         "ork" => Ok(System::Ork),
                         other => bail!("unknown system {other:?}; {usage}"),
@@ -162,7 +170,9 @@ async fn main() -> Result<()> {
     for system in &args.systems {
         eprintln!("ork-bench: {} …", system.name());
         match system {
-            System::Baseline => report.phases.push(bench.baseline().await?),
+            System::Baseline | System::BaselineSpec => {
+                report.phases.push(bench.baseline(*system).await?);
+            }
             System::Kopf | System::Ork => {
                 let (r, ns, proc) = bench.operator(*system).await?;
                 let converge_s = r.converge_s;
@@ -176,7 +186,7 @@ async fn main() -> Result<()> {
         }
     }
     if args.idle {
-        for system in args.systems.iter().filter(|s| **s != System::Baseline) {
+        for system in args.systems.iter().filter(|s| s.is_operator()) {
             eprintln!("ork-bench: {} idle cost …", system.name());
             report.idle.push(bench.idle_cost(*system).await?);
         }
@@ -190,14 +200,20 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// `ork-bench baseline-client NS N SERVICE_ADDR WORKERS`: the baseline as its own process;
-/// prints what it measured on itself as one JSON line.
+/// `ork-bench baseline-client NS N SERVICE_ADDR WORKERS [--spec]`: the baseline as its own
+/// process; prints what it measured on itself as one JSON line.
 async fn baseline_client(args: &[String]) -> Result<()> {
+    let usage = "usage: ork-bench baseline-client NS N SERVICE_ADDR WORKERS [--spec]";
+    let (spec, args) = match args {
+        [rest @ .., last] if last == "--spec" => (true, rest),
+        all => (false, all),
+    };
     let [ns, n, addr, workers] = args else {
-        bail!("usage: ork-bench baseline-client NS N SERVICE_ADDR WORKERS");
+        bail!(usage);
     };
     let client = client().await?;
-    let out = baseline::run(client, ns, n.parse()?, addr.parse()?, workers.parse()?).await?;
+    let (n, addr, workers) = (n.parse()?, addr.parse()?, workers.parse()?);
+    let out = baseline::run(client, ns, n, addr, workers, spec).await?;
     println!("{out}");
     Ok(())
 }
