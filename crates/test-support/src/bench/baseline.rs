@@ -160,7 +160,7 @@ async fn success_event(client: &Client, ns: &str, name: &str, uid: &str) -> Resu
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let event = Event {
         metadata: ObjectMeta {
-            generate_name: Some(format!("{name}.")),
+            generate_name: Some(format!("{name}-")),
             ..ObjectMeta::default()
         },
         event_time: Some(MicroTime(Timestamp::now())),
