@@ -299,6 +299,17 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
     );
     let untouched = maps.get("web-settings").await?;
     assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
+
+    // An object created while ork runs is known too.
+    let late: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "late-settings"}, "data": {"from": "someone"}}),
+    )?;
+    maps.create(&Default::default(), &late).await?;
+    create_webapp(&client, &ns.name, "late", "x").await?;
+    let (_, message) = wait_ready(&api, "late", "False").await?;
+    assert!(message.contains("late-settings already exists"), "{message}");
+    let untouched = maps.get("late-settings").await?;
+    assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
     drop(_ork);
 
     // With adopt: true on the managed resource, ork takes it over.

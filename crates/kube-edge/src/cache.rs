@@ -7,34 +7,74 @@
 //! its children, a few microseconds against the milliseconds of its API calls.
 //!
 //! Same contract as the reflector store: a (re-)list is buffered and replaces the whole content
-//! only when it is complete, so readers never see half a list; [`Cache::wait_until_ready`]
-//! returns after the first complete list.
+//! only when it is complete, so readers never see half a list; [`Cache::readiness`] tells when
+//! the first complete list is in.
+//!
+//! The same store holds other small values per object: [`Holder`]s, who owns each object of a
+//! child type, from a metadata-only watch.
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use kube::ResourceExt;
-use kube::core::DynamicObject;
+use kube::core::{DynamicObject, ObjectMeta};
 use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
+use crate::labels::OWNER_UID;
 use crate::wire::Lean;
 
-type Objects = HashMap<Box<str>, Box<str>>;
+type Objects<V> = HashMap<Box<str>, V>;
 
-/// The reading side, cheap to clone.
-#[derive(Clone)]
-pub(crate) struct Cache {
-    objects: Arc<RwLock<Objects>>,
+/// The reading side, cheap to clone. `V` is what is kept per object: by default its JSON text.
+pub(crate) struct Cache<V = Box<str>> {
+    objects: Arc<RwLock<Objects<V>>>,
     ready: watch::Receiver<bool>,
 }
 
+impl<V> Clone for Cache<V> {
+    fn clone(&self) -> Self {
+        Cache {
+            objects: self.objects.clone(),
+            ready: self.ready.clone(),
+        }
+    }
+}
+
 /// The writing side: one per watch.
-pub(crate) struct CacheWriter {
-    objects: Arc<RwLock<Objects>>,
+pub(crate) struct CacheWriter<V = Box<str>> {
+    objects: Arc<RwLock<Objects<V>>>,
     ready: watch::Sender<bool>,
     /// The (re-)list in progress.
-    listing: Option<Objects>,
+    listing: Option<Objects<V>>,
+}
+
+/// Who holds an object, as far as ork's adopt check cares: the owner label, when ork's field
+/// manager wrote the object (anyone else's copy of that label means nothing), and the UID of
+/// its controller owner reference.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Holder {
+    pub owner_label: Option<Box<str>>,
+    pub controller: Option<Box<str>>,
+}
+
+impl Holder {
+    /// From an object's metadata, its owner label taken as it is.
+    pub fn of(meta: &ObjectMeta) -> Holder {
+        Holder {
+            owner_label: meta
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(OWNER_UID))
+                .map(|v| v.as_str().into()),
+            controller: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|r| r.controller == Some(true))
+                .map(|r| r.uid.as_str().into()),
+        }
+    }
 }
 
 /// The cache key of an object: `namespace/name`, or `name` when cluster-scoped (as queue keys).
@@ -46,12 +86,12 @@ pub(crate) fn cache_key(namespace: Option<&str>, name: &str) -> String {
 }
 
 /// The cache key (and queue key) of an object.
-pub(crate) fn key_of(obj: &DynamicObject) -> String {
-    cache_key(obj.metadata.namespace.as_deref(), &obj.name_any())
+pub(crate) fn key_of<K: Resource>(obj: &K) -> String {
+    cache_key(obj.meta().namespace.as_deref(), &obj.name_any())
 }
 
-impl CacheWriter {
-    pub fn new() -> CacheWriter {
+impl<V> CacheWriter<V> {
+    pub fn new() -> CacheWriter<V> {
         let (ready, _) = watch::channel(false);
         CacheWriter {
             objects: Arc::default(),
@@ -60,19 +100,24 @@ impl CacheWriter {
         }
     }
 
-    pub fn reader(&self) -> Cache {
+    pub fn reader(&self) -> Cache<V> {
         Cache {
             objects: self.objects.clone(),
             ready: self.ready.subscribe(),
         }
     }
 
-    pub fn apply_watcher_event(&mut self, event: &watcher::Event<DynamicObject>) {
+    /// Keeps `value(o)` for each object of the event (nothing when it gives `None`).
+    pub fn apply_with<K: Resource>(
+        &mut self,
+        event: &watcher::Event<K>,
+        value: impl Fn(&K) -> Option<V>,
+    ) {
         match event {
             watcher::Event::Init => self.listing = Some(Objects::new()),
             watcher::Event::InitApply(o) => {
-                if let (Some(listing), Some(text)) = (&mut self.listing, compact(o)) {
-                    listing.insert(key_of(o).into(), text);
+                if let (Some(listing), Some(v)) = (&mut self.listing, value(o)) {
+                    listing.insert(key_of(o).into(), v);
                 }
             }
             watcher::Event::InitDone => {
@@ -83,8 +128,8 @@ impl CacheWriter {
                 self.ready.send_replace(true);
             }
             watcher::Event::Apply(o) => {
-                if let Some(text) = compact(o) {
-                    self.write().insert(key_of(o).into(), text);
+                if let Some(v) = value(o) {
+                    self.write().insert(key_of(o).into(), v);
                 }
             }
             watcher::Event::Delete(o) => {
@@ -93,16 +138,51 @@ impl CacheWriter {
         }
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Objects> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Objects<V>> {
         self.objects.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl CacheWriter {
+    /// Keeps each object of the event as its JSON text.
+    pub fn apply_watcher_event(&mut self, event: &watcher::Event<DynamicObject>) {
+        self.apply_with(event, compact);
+    }
+}
+
+impl<V: Clone> Cache<V> {
+    /// What is kept for the object at `key` (see [`cache_key`]).
+    pub fn lookup(&self, key: &str) -> Option<V> {
+        self.read().get(key).cloned()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    pub fn readiness(&self) -> Readiness {
+        Readiness(self.ready.clone())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Objects<V>> {
+        self.objects.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether a cache holds its first complete list, whatever it keeps per object.
+pub(crate) struct Readiness(watch::Receiver<bool>);
+
+impl Readiness {
+    /// Returns once the first complete list is in, or `Err` when the writer is gone before.
+    pub async fn wait(mut self) -> Result<(), watch::error::RecvError> {
+        self.0.wait_for(|r| *r).await.map(drop)
     }
 }
 
 impl Cache {
     /// The object at `key` (see [`cache_key`]), parsed.
     pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        let text = self.read().get(key)?.clone();
-        parse(&text)
+        parse(&self.lookup(key)?)
     }
 
     /// Every object, or those of one namespace, parsed.
@@ -117,20 +197,6 @@ impl Cache {
                 .collect()
         };
         texts.iter().filter_map(|t| parse(t)).collect()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.read().is_empty()
-    }
-
-    /// Returns once the first complete list is in, or `Err` when the writer is gone before.
-    pub async fn wait_until_ready(&self) -> Result<(), watch::error::RecvError> {
-        let mut ready = self.ready.clone();
-        ready.wait_for(|r| *r).await.map(drop)
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Objects> {
-        self.objects.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -216,7 +282,7 @@ mod tests {
         let cache = w.reader();
         let waiting = tokio::spawn({
             let cache = cache.clone();
-            async move { cache.wait_until_ready().await }
+            async move { cache.readiness().wait().await }
         });
         w.apply_watcher_event(&watcher::Event::Init);
         tokio::task::yield_now().await;

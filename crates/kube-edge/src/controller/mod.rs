@@ -12,6 +12,6 @@ mod schedule;
 mod start;
 mod watch;
 
-pub(crate) use runner::Controller;
+pub(crate) use runner::{Controller, ScopeCaches};
 pub(crate) use start::start_entry;
 pub use start::{RunError, RunOptions};

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 
 use super::lane::Lane;
 use super::schedule::Schedule;
-use crate::cache::{Cache, cache_key};
+use crate::cache::{Cache, Holder, Readiness, cache_key};
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{
@@ -25,16 +25,35 @@ use crate::index::{
 use crate::labels::{OWNER, OWNER_UID};
 use crate::ports::{Cluster, Transport};
 use crate::process::Process;
-use crate::reconcile::{Done, Job, LiveChildren, Ports, Success, reconcile, record_failure};
+use crate::reconcile::{
+    Done, Job, LiveChildren, Ports, Presence, Success, reconcile, record_failure,
+};
 use crate::registry::{EntryHandle, Published};
 use crate::shard_set::shard_of;
+
+/// The caches of one scope of a managed type's watches (a namespace, or everywhere).
+pub(crate) struct ScopeCaches {
+    pub scope: Option<String>,
+    /// ork's children there (its label selector).
+    pub objects: Cache,
+    /// Every object of the type there, by who holds it (a metadata-only watch); `None` in
+    /// `ork simulate`, which asks its in-memory cluster instead.
+    pub holders: Option<Cache<Holder>>,
+}
+
+impl ScopeCaches {
+    /// Whether each cache of the scope holds its first list.
+    pub fn readiness(&self) -> impl Iterator<Item = Readiness> {
+        std::iter::once(self.objects.readiness()).chain(self.holders.iter().map(Cache::readiness))
+    }
+}
 
 /// One entry's moving parts.
 pub(crate) struct Controller {
     pub ctx: Arc<EntryContext>,
     pub crs: Cache,
-    /// Per managed type, the caches of its watches: one per namespace, or one for all.
-    pub children: Vec<Vec<(Option<String>, Cache)>>,
+    /// Per managed type, the caches of its watches: one scope per namespace, or one for all.
+    pub children: Vec<Vec<ScopeCaches>>,
     index: Mutex<Index>,
     schedule: Mutex<Schedule>,
     health: Arc<Mutex<Health>>,
@@ -50,7 +69,7 @@ impl Controller {
     pub fn new(
         ctx: Arc<EntryContext>,
         crs: Cache,
-        children: Vec<Vec<(Option<String>, Cache)>>,
+        children: Vec<Vec<ScopeCaches>>,
         cluster: Arc<dyn Cluster>,
         transport: Arc<dyn Transport>,
         process: Arc<Process>,
@@ -413,14 +432,30 @@ impl EntryHandle for Controller {
     }
 }
 
-impl LiveChildren for Controller {
-    fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
-        let (_, cache) = self
-            .children
+impl Controller {
+    /// The caches of the scope `child` lies in.
+    fn scope_of(&self, child: &ChildRef) -> Option<&ScopeCaches> {
+        self.children
             .get(child.type_index)?
             .iter()
-            .find(|(scope, _)| scope.is_none() || *scope == child.namespace)?;
-        cache.get(&cache_key(child.namespace.as_deref(), &child.name))
+            .find(|s| s.scope.is_none() || s.scope == child.namespace)
+    }
+}
+
+impl LiveChildren for Controller {
+    fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>> {
+        let key = cache_key(child.namespace.as_deref(), &child.name);
+        self.scope_of(child)?.objects.get(&key)
+    }
+
+    fn presence(&self, child: &ChildRef) -> Presence {
+        let Some(holders) = self.scope_of(child).and_then(|s| s.holders.as_ref()) else {
+            return Presence::Unknown;
+        };
+        match holders.lookup(&cache_key(child.namespace.as_deref(), &child.name)) {
+            Some(holder) => Presence::Held(holder),
+            None => Presence::Absent,
+        }
     }
 }
 
@@ -541,7 +576,11 @@ spec:
         let c = Controller::new(
             Arc::new(ctx),
             writer.reader(),
-            vec![vec![(None, CacheWriter::new().reader())]],
+            vec![vec![ScopeCaches {
+                scope: None,
+                objects: CacheWriter::new().reader(),
+                holders: None,
+            }]],
             Arc::new(MemoryCluster::default()),
             Arc::new(Panics),
             Arc::new(Process::new(true, crate::shard_set::ShardSet::single())),

@@ -10,10 +10,10 @@ use ork_remote::HttpTransport;
 use tracing::Instrument;
 
 use super::dispatch::{dispatch, resync};
-use super::runner::Controller;
-use super::watch::{cr_watch, watch_children, watch_crs};
+use super::runner::{Controller, ScopeCaches};
+use super::watch::{cr_watch, watch_children, watch_crs, watch_holders};
 use crate::auth::{CredentialSource, TransportSource};
-use crate::cache::CacheWriter;
+use crate::cache::{CacheWriter, Holder};
 use crate::discovery::{resolve_managed, wait_for_cr_type};
 use crate::entry::{EntryContext, EntryError};
 use crate::install::{apply_files, install_crd};
@@ -97,13 +97,19 @@ pub(crate) async fn start_entry(
     let cr_writer = CacheWriter::new();
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
     // else one cluster-wide watch per type.
-    let child_writers: Vec<Vec<(Option<String>, CacheWriter)>> = ctx
+    // Per scope, ork's children (label selector) and who holds every object of the type there
+    // (metadata only: the adopt check reads it instead of asking the API server per child).
+    let child_writers: Vec<Vec<ScopeWriters>> = ctx
         .children
         .iter()
         .map(|t| {
             watch_scopes(&ctx, t)
                 .into_iter()
-                .map(|scope| (scope, CacheWriter::new()))
+                .map(|scope| ScopeWriters {
+                    scope,
+                    objects: CacheWriter::new(),
+                    holders: CacheWriter::new(),
+                })
                 .collect()
         })
         .collect();
@@ -112,7 +118,7 @@ pub(crate) async fn start_entry(
         cr_writer.reader(),
         child_writers
             .iter()
-            .map(|ws| ws.iter().map(|(s, w)| (s.clone(), w.reader())).collect())
+            .map(|ws| ws.iter().map(ScopeWriters::readers).collect())
             .collect(),
         Arc::new(KubeCluster::new(client.clone(), cr_resource)),
         transport.clone(),
@@ -121,17 +127,25 @@ pub(crate) async fn start_entry(
     tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
     for (index, writers) in child_writers.into_iter().enumerate() {
-        for (scope, writer) in writers {
-            let watch = watch_children(c.clone(), writer, client.clone(), index, scope);
+        for ScopeWriters {
+            scope,
+            objects,
+            holders,
+        } in writers
+        {
+            let t = ctx.children[index].clone();
+            let names = watch_holders(holders, client.clone(), t, scope.clone());
+            tasks.spawn(names.in_current_span());
+            let watch = watch_children(c.clone(), objects, client.clone(), index, scope);
             tasks.spawn(watch.in_current_span());
         }
     }
     let (api, config) = cr_watch(&c, &client);
     tasks.spawn(watch_crs(c.clone(), cr_writer, api, config).in_current_span());
     // Ready once every cache holds its initial list.
-    let child_caches = c.children.iter().flatten().map(|(_, s)| s);
-    for cache in std::iter::once(&c.crs).chain(child_caches) {
-        if cache.wait_until_ready().await.is_err() {
+    let child_caches = c.children.iter().flatten().flat_map(ScopeCaches::readiness);
+    for ready in std::iter::once(c.crs.readiness()).chain(child_caches) {
+        if ready.wait().await.is_err() {
             return Ok(());
         }
     }
@@ -155,6 +169,23 @@ pub(crate) async fn start_entry(
     tasks.spawn(dispatch(c).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The writing sides of a [`ScopeCaches`].
+struct ScopeWriters {
+    scope: Option<String>,
+    objects: CacheWriter,
+    holders: CacheWriter<Holder>,
+}
+
+impl ScopeWriters {
+    fn readers(&self) -> ScopeCaches {
+        ScopeCaches {
+            scope: self.scope.clone(),
+            objects: self.objects.reader(),
+            holders: Some(self.holders.reader()),
+        }
+    }
 }
 
 /// Where children of type `t` are watched: each namespace they may live in when the entry

@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject, TypeMeta};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta, TypeMeta};
 use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 use super::runner::Controller;
-use crate::cache::CacheWriter;
-use crate::labels::{MANAGED, OWNER_UID};
+use crate::cache::{CacheWriter, Holder};
+use crate::discovery::ChildType;
+use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
 use crate::wire::Lean;
 
 /// Objects per page of a watch's (re-)list: a page is decoded whole, so its size is ork's
@@ -103,6 +104,48 @@ pub(super) async fn watch_children(
             }
             Err(e) => {
                 tracing::warn!(kind = %t.managed.kind, error = %e, "watch of children failed; retrying");
+            }
+        }
+    }
+}
+
+/// Who holds each object of a managed type in `scope`, labelled by ork or not: a metadata-only
+/// watch without selector, so that a name ork has not applied is known to be free or taken
+/// without asking the API server per child. The owner label counts only where ork's field
+/// manager wrote the object, as for the children.
+pub(super) async fn watch_holders(
+    mut writer: CacheWriter<Holder>,
+    client: Client,
+    t: ChildType,
+    scope: Option<String>,
+) {
+    // `PartialObjectMeta` makes kube ask for metadata only.
+    let api: Api<PartialObjectMeta<DynamicObject>> = match &scope {
+        Some(ns) => Api::namespaced_with(client, ns, &t.resource),
+        None => Api::all_with(client, &t.resource),
+    };
+    let config = watcher::Config::default().page_size(LIST_PAGE);
+    let mut stream = watcher(api, config)
+        .backoff(WatchBackoff::default())
+        .boxed();
+    let holder = |o: &PartialObjectMeta<DynamicObject>| {
+        let meta = &o.metadata;
+        let mut holder = Holder::of(meta);
+        let ork_wrote_it = meta
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|m| m.manager.as_deref() == Some(FIELD_MANAGER));
+        if !ork_wrote_it {
+            holder.owner_label = None;
+        }
+        Some(holder)
+    };
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => writer.apply_with(&event, holder),
+            Err(e) => {
+                tracing::warn!(kind = %t.managed.kind, error = %e, "metadata watch failed; retrying");
             }
         }
     }

@@ -5,18 +5,18 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use ork_engine::drift::already_applied;
 use ork_protocol::{Decision, DesiredChild};
 use serde_json::Value;
 
-use super::job::{Job, Ports};
+use super::job::{Job, Ports, Presence};
+use crate::cache::Holder;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites, child_fingerprint};
-use crate::labels::{APPLIED, OWNER_UID};
+use crate::labels::APPLIED;
 use crate::ports::Owner;
 use crate::ports::write::stamped;
 
@@ -59,12 +59,7 @@ pub(super) async fn apply(
         if let Some(l) = &live
             && !adopt
         {
-            refuse_foreign(
-                l.labels().get(OWNER_UID),
-                l.owner_references(),
-                owner,
-                child,
-            )?;
+            refuse_foreign(&Holder::of(&l.metadata), owner, child)?;
         }
         planned.push(Planned {
             object: stamped(child, owner),
@@ -155,8 +150,9 @@ fn adopts(ctx: &EntryContext, type_index: usize) -> bool {
         .is_some_and(|m| m.adopt)
 }
 
-/// Children ork has not seen are looked up (from the API server's cache, all at once): an object
-/// of that name that exists and is not this CR's is not taken over (SPEC §11).
+/// Children ork has not seen among its own are looked up: an object of that name that exists
+/// and is not this CR's is not taken over (SPEC §11). The metadata-only watch of the child type
+/// knows every name; where there is none (`ork simulate`), the cluster is asked, all at once.
 async fn refuse_unowned(
     ctx: &EntryContext,
     ports: Ports<'_>,
@@ -167,18 +163,23 @@ async fn refuse_unowned(
         .iter()
         .filter(|p| p.live.is_none() && !adopts(ctx, p.at.type_index));
     let lookups = unseen.map(|p| async move {
-        let t = &ctx.children[p.at.type_index];
-        let found = ports
-            .cluster
-            .existing(t, p.at.namespace.as_deref(), &p.at.name)
-            .await;
+        let found = match ports.live.presence(&p.at) {
+            Presence::Absent => Ok(None),
+            Presence::Held(holder) => Ok(Some(holder)),
+            Presence::Unknown => {
+                let t = &ctx.children[p.at.type_index];
+                ports
+                    .cluster
+                    .existing(t, p.at.namespace.as_deref(), &p.at.name)
+                    .await
+                    .map(|meta| meta.as_ref().map(Holder::of))
+            }
+        };
         (p, found)
     });
     for (p, found) in futures::future::join_all(lookups).await {
-        if let Some(meta) = found? {
-            let label = meta.labels.as_ref().and_then(|l| l.get(OWNER_UID));
-            let refs = meta.owner_references.as_deref().unwrap_or_default();
-            refuse_foreign(label, refs, owner, p.child)?;
+        if let Some(holder) = found? {
+            refuse_foreign(&holder, owner, p.child)?;
         }
     }
     Ok(())
@@ -187,15 +188,13 @@ async fn refuse_unowned(
 /// An existing object is this CR's when it carries its owner label or a controller reference to
 /// it; anything else is someone else's and is not taken over.
 fn refuse_foreign(
-    owner_label: Option<&String>,
-    owner_refs: &[OwnerReference],
+    holder: &Holder,
     owner: &Owner,
     child: &DesiredChild,
 ) -> Result<(), ReconcileError> {
-    let owned_by_label = owner_label == Some(&owner.uid);
-    let owned_by_ref = owner_refs
-        .iter()
-        .any(|r| r.uid == owner.uid && r.controller == Some(true));
+    let owner_label = holder.owner_label.as_deref();
+    let owned_by_label = owner_label == Some(owner.uid.as_str());
+    let owned_by_ref = holder.controller.as_deref() == Some(owner.uid.as_str());
     if owned_by_label || owned_by_ref {
         return Ok(());
     }

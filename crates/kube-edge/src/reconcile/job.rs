@@ -11,6 +11,7 @@ use ork_engine::queue::Reason;
 use ork_katalog::Sentinel;
 use serde_json::{Map, Value};
 
+use crate::cache::Holder;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
 use crate::metrics::Metrics;
@@ -38,6 +39,17 @@ pub(crate) struct Job {
 /// Looks up any child the watches know, whoever owns it.
 pub(crate) trait LiveChildren: Send + Sync {
     fn get(&self, child: &ChildRef) -> Option<Arc<DynamicObject>>;
+    /// Whether an object of that name exists at all, labelled by ork or not, and who holds it.
+    fn presence(&self, child: &ChildRef) -> Presence;
+}
+
+/// What the watches know of an object's existence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// Not watched here (`ork simulate`): ask the cluster.
+    Unknown,
+    Absent,
+    Held(Holder),
 }
 
 /// What a reconcile works through.

@@ -26,7 +26,7 @@ use crate::ports::Owner;
 
 use call::ask;
 pub(crate) use call::probe;
-pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Success};
+pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use record::record_failure;
 
 /// Runs one reconcile of `job`.

@@ -19,7 +19,7 @@ use super::memory::{self, MemoryCluster};
 use super::types::offline_type;
 use crate::auth::{CredentialSource, TransportSource};
 use crate::cache::CacheWriter;
-use crate::controller::Controller;
+use crate::controller::{Controller, ScopeCaches};
 use crate::entry::{EntryContext, EntryError};
 use crate::ports::{Tap, Timed, Transport, for_remote};
 use crate::process::Process;
@@ -187,7 +187,13 @@ pub(crate) fn build_entries(
             cr_writer.reader(),
             child_writers
                 .iter()
-                .map(|w| vec![(None, w.reader())])
+                .map(|w| {
+                    vec![ScopeCaches {
+                        scope: None,
+                        objects: w.reader(),
+                        holders: None,
+                    }]
+                })
                 .collect(),
             memory.clone(),
             timed.clone(),
