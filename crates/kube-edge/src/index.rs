@@ -106,7 +106,9 @@ pub(crate) struct Index {
     crs: HashMap<String, CrState>,
     sentinels: HashMap<String, BTreeMap<Sentinel, bool>>,
     children: HashMap<ChildRef, ChildState>,
-    by_owner: HashMap<String, BTreeSet<ChildRef>>,
+    /// Per owner UID its children, sorted: a CR has a few, and a B-tree node per CR would cost
+    /// more than its children.
+    by_owner: HashMap<String, Vec<ChildRef>>,
     /// Fingerprints ork's own applies produced, per child.
     expected: HashMap<ChildRef, u64>,
     /// UIDs of children ork deleted: their deletion is not a change.
@@ -305,10 +307,10 @@ impl Index {
             self.unlink(prev_owner.clone(), &child);
         }
         if let Some(owner) = &owner_uid {
-            self.by_owner
-                .entry(owner.clone())
-                .or_default()
-                .insert(child.clone());
+            let children = self.by_owner.entry(owner.clone()).or_default();
+            if let Err(at) = children.binary_search(&child) {
+                children.insert(at, child.clone());
+            }
         }
         let Some(prev) = previous else {
             // A child that appears is ork's own apply, or an object someone labelled; only a
@@ -351,7 +353,9 @@ impl Index {
 
     fn unlink(&mut self, owner: String, child: &ChildRef) {
         if let Some(set) = self.by_owner.get_mut(&owner) {
-            set.remove(child);
+            if let Ok(at) = set.binary_search(child) {
+                set.remove(at);
+            }
             if set.is_empty() {
                 self.by_owner.remove(&owner);
             }
@@ -362,7 +366,7 @@ impl Index {
     pub fn children_of(&self, owner_uid: &str) -> Vec<ChildRef> {
         self.by_owner
             .get(owner_uid)
-            .map(|s| s.iter().cloned().collect())
+            .map(|s| s.to_vec())
             .unwrap_or_default()
     }
 

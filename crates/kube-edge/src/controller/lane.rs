@@ -89,16 +89,13 @@ mod tests {
     fn later(note: &str) -> Later {
         let mut annotations = Map::new();
         annotations.insert("note".into(), json!(note));
-        Later {
-            cr: CrRef {
-                namespace: None,
-                name: "a".into(),
-                uid: None,
-                resource_version: None,
-            },
-            metadata: Some(annotations),
-            events: Vec::new(),
-        }
+        let cr = CrRef {
+            namespace: None,
+            name: "a".into(),
+            uid: None,
+            resource_version: None,
+        };
+        Later::new(cr, Some(annotations), Vec::new())
     }
 
     #[test]
@@ -113,7 +110,7 @@ mod tests {
         );
         let first = lane.take(8);
         assert_eq!(first.len(), 2, "one write per CR");
-        assert_eq!(first[0].metadata.as_ref().expect("metadata")["note"], "2");
+        assert_eq!(first[0].metadata().expect("metadata")["note"], "2");
         assert!(lane.is_empty());
     }
 }

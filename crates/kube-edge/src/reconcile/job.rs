@@ -87,12 +87,13 @@ pub(crate) struct Done {
 }
 
 /// The CR's annotations and events of a reconcile: written after it, on a lower-priority lane
-/// that coalesces what piles up for one CR.
+/// that coalesces what piles up for one CR. During a burst one waits for every CR, so it is
+/// kept small: the metadata patch as JSON text, the events without spare capacity.
 pub(crate) struct Later {
     pub cr: CrRef,
-    /// A merge patch of the CR's `metadata` (labels, annotations).
-    pub metadata: Option<Map<String, Value>>,
-    pub events: Vec<Event>,
+    /// A merge patch of the CR's `metadata` (labels, annotations), as JSON text.
+    metadata: Option<Box<str>>,
+    events: Vec<Event>,
 }
 
 /// At most this many events wait per CR; older ones are dropped first.
@@ -108,6 +109,22 @@ impl std::fmt::Debug for Later {
 }
 
 impl Later {
+    pub fn new(cr: CrRef, metadata: Option<Map<String, Value>>, mut events: Vec<Event>) -> Later {
+        events.shrink_to_fit();
+        Later {
+            cr,
+            metadata: metadata.map(|m| Value::Object(m).to_string().into_boxed_str()),
+            events,
+        }
+    }
+
+    /// The metadata patch.
+    pub fn metadata(&self) -> Option<Map<String, Value>> {
+        serde_json::from_str(self.metadata.as_deref()?)
+            .inspect_err(|e| tracing::error!(error = %e, "a waiting metadata patch does not parse"))
+            .ok()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.metadata.is_none() && self.events.is_empty()
     }
@@ -127,8 +144,8 @@ impl Later {
     pub async fn write(&self, cluster: &dyn Cluster) {
         let cr = &self.cr;
         let annotation_write = async {
-            if let Some(m) = &self.metadata
-                && let Err(e) = cluster.patch_metadata(cr, m).await
+            if let Some(m) = self.metadata()
+                && let Err(e) = cluster.patch_metadata(cr, &m).await
             {
                 tracing::warn!(error = %e, "CR labels and annotations not written");
             }

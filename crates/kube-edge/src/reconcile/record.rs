@@ -108,11 +108,7 @@ pub(super) async fn record(
     {
         tracing::warn!(error = %e, "status not written");
     }
-    let later = Later {
-        cr: at,
-        metadata: metadata(ctx, cr, annotations),
-        events,
-    };
+    let later = Later::new(at, metadata(ctx, cr, annotations), events);
     (!later.is_empty()).then_some(later)
 }
 
