@@ -158,9 +158,17 @@ impl Report {
             .iter()
             .flat_map(|p| p.requests.split_job().0.writes().0.into_keys())
             .collect();
+        // A column per system, wide enough for its name.
+        let w = self
+            .phases
+            .iter()
+            .map(|p| p.system.len() + 2)
+            .max()
+            .unwrap_or(10)
+            .max(10);
         let _ = write!(o, "  {:<34}", "");
         for p in &self.phases {
-            let _ = write!(o, "{:>10}", p.system);
+            let _ = write!(o, "{:>w$}", p.system);
         }
         let _ = writeln!(o);
         for (verb, resource) in &keys {
@@ -172,13 +180,13 @@ impl Report {
                     .get(&(verb.clone(), resource.clone()))
                     .copied()
                     .unwrap_or(0.0);
-                let _ = write!(o, "{:>10.2}", p.per_cr(v));
+                let _ = write!(o, "{:>w$.2}", p.per_cr(v));
             }
             let _ = writeln!(o);
         }
         let _ = write!(o, "  {:<34}", "other writes (DELETEs, other res.)");
         for p in &self.phases {
-            let _ = write!(o, "{:>10.2}", p.other_writes_per_cr());
+            let _ = write!(o, "{:>w$.2}", p.other_writes_per_cr());
         }
         let _ = writeln!(o);
         if self.phases.iter().any(|p| p.other_writes_per_cr() > 0.02) {
@@ -206,7 +214,7 @@ impl Report {
                     .get(&(verb.clone(), resource.clone()))
                     .copied()
                     .unwrap_or(0.0);
-                let _ = write!(o, "{:>10.2}", p.per_cr(v));
+                let _ = write!(o, "{:>w$.2}", p.per_cr(v));
             }
             let _ = writeln!(o);
         }
