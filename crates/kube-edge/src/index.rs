@@ -117,7 +117,7 @@ pub(crate) struct Index {
     /// UID of a child that was deleted).
     in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,
     listing_crs: Option<HashSet<String>>,
-    /// What a re-list triggers waits for its end: kube-runtime's store swaps the listed objects
+    /// What a re-list triggers waits for its end: the watch's cache swaps the listed objects
     /// in only at `InitDone`, and a reconcile must read the new copies, not the old ones.
     /// Per watch: `None` for the CRs', else (type, scope) of a children's watch.
     held_back: HashMap<Option<(usize, Option<String>)>, Vec<Effect>>,
