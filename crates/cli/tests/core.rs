@@ -307,7 +307,10 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
     maps.create(&Default::default(), &late).await?;
     create_webapp(&client, &ns.name, "late", "x").await?;
     let (_, message) = wait_ready(&api, "late", "False").await?;
-    assert!(message.contains("late-settings already exists"), "{message}");
+    assert!(
+        message.contains("late-settings already exists"),
+        "{message}"
+    );
     let untouched = maps.get("late-settings").await?;
     assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
     drop(_ork);
