@@ -664,54 +664,20 @@ fn commands(toks: &[Tok], pos: &mut usize, depth: usize) -> Result<Vec<Cmd>, Tem
     Ok(cmds)
 }
 
-/// Whether a node list reads or sets the variable `name`.
-pub(crate) fn uses_variable(nodes: &[Node], name: &str) -> bool {
-    fn pipe(p: &Pipe, name: &str) -> bool {
-        p.vars.iter().any(|v| v == name)
-            || p.cmds.iter().flat_map(|c| &c.args).any(|a| match a {
-                Arg::Var(v, _) => v == name,
-                Arg::Sub(p, _) => pipe(p, name),
-                Arg::Func(_) | Arg::Field(_) | Arg::Literal(_) => false,
-            })
-    }
-    nodes.iter().any(|n| match n {
-        Node::Text(_) | Node::Break | Node::Continue => false,
-        Node::Action(p) => pipe(p, name),
-        Node::If {
-            pipe: p,
-            then,
-            otherwise,
-        }
-        | Node::With {
-            pipe: p,
-            then,
-            otherwise,
-        }
-        | Node::Range {
-            pipe: p,
-            body: then,
-            otherwise,
-        } => pipe(p, name) || uses_variable(then, name) || uses_variable(otherwise, name),
-    })
-}
-
-/// Every function name a node list calls (for validation against the known set).
-pub(crate) fn called_functions(nodes: &[Node], out: &mut Vec<String>) {
-    fn pipe(p: &Pipe, out: &mut Vec<String>) {
-        for c in &p.cmds {
-            for a in &c.args {
-                match a {
-                    Arg::Func(name) => out.push(name.clone()),
-                    Arg::Sub(p, _) => pipe(p, out),
-                    _ => {}
-                }
+/// Calls `visit` with every pipeline of a node list, nested blocks and sub-pipelines included.
+fn for_each_pipe<'a>(nodes: &'a [Node], visit: &mut impl FnMut(&'a Pipe)) {
+    fn pipe<'a>(p: &'a Pipe, visit: &mut impl FnMut(&'a Pipe)) {
+        visit(p);
+        for a in p.cmds.iter().flat_map(|c| &c.args) {
+            if let Arg::Sub(sub, _) = a {
+                pipe(sub, visit);
             }
         }
     }
     for n in nodes {
         match n {
             Node::Text(_) | Node::Break | Node::Continue => {}
-            Node::Action(p) => pipe(p, out),
+            Node::Action(p) => pipe(p, visit),
             Node::If {
                 pipe: p,
                 then,
@@ -727,10 +693,35 @@ pub(crate) fn called_functions(nodes: &[Node], out: &mut Vec<String>) {
                 body: then,
                 otherwise,
             } => {
-                pipe(p, out);
-                called_functions(then, out);
-                called_functions(otherwise, out);
+                pipe(p, visit);
+                for_each_pipe(then, visit);
+                for_each_pipe(otherwise, visit);
             }
         }
     }
+}
+
+/// Whether a node list reads or sets the variable `name`.
+pub(crate) fn uses_variable(nodes: &[Node], name: &str) -> bool {
+    let mut used = false;
+    for_each_pipe(nodes, &mut |p| {
+        used = used
+            || p.vars.iter().any(|v| v == name)
+            || p.cmds
+                .iter()
+                .flat_map(|c| &c.args)
+                .any(|a| matches!(a, Arg::Var(v, _) if v == name));
+    });
+    used
+}
+
+/// Every function name a node list calls (for validation against the known set).
+pub(crate) fn called_functions(nodes: &[Node], out: &mut Vec<String>) {
+    for_each_pipe(nodes, &mut |p| {
+        for a in p.cmds.iter().flat_map(|c| &c.args) {
+            if let Arg::Func(name) = a {
+                out.push(name.clone());
+            }
+        }
+    });
 }
