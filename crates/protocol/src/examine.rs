@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::child::check_entry;
@@ -176,7 +177,8 @@ pub(crate) fn examine(body: &[u8], policy: &Policy) -> Examination {
 /// The answer as [`Response`]. When it does not fit, each field is tried alone so every
 /// misshapen field is named (with its path), and the rest is still checked.
 fn typed(value: &Value, top: &Map<String, Value>, f: &mut Findings) -> Response {
-    if let Ok(raw) = serde_path_to_error::deserialize::<_, Response>(value) {
+    // The common case, a well-formed answer, without the path bookkeeping only errors need.
+    if let Ok(raw) = Response::deserialize(value) {
         return raw;
     }
     let mut fitting = Map::new();

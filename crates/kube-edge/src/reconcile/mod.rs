@@ -84,7 +84,14 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         elapsed,
     );
     match &outcome {
-        Ok(_) => tracing::info!(ms = elapsed.as_millis() as u64, "reconciled"),
+        // A reconcile that changed nothing (every resync at rest) is not news at `info`.
+        Ok(_) if changed_children => tracing::info!(
+            ms = elapsed.as_millis() as u64,
+            applied = own.applied.len(),
+            deleted = own.deleted.len(),
+            "reconciled"
+        ),
+        Ok(_) => tracing::debug!(ms = elapsed.as_millis() as u64, "reconciled, no change"),
         Err(e) => tracing::warn!(ms = elapsed.as_millis() as u64, error = %e, "reconcile failed"),
     }
     let later = record::record(
