@@ -11,7 +11,7 @@
 //! the first complete list is in.
 //!
 //! The same store holds other small values per object: [`Holder`]s, who owns each object of a
-//! child type, from a metadata-only watch.
+//! child type that ork's label selector leaves out, from a metadata-only watch.
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};

@@ -36,8 +36,9 @@ pub(crate) struct ScopeCaches {
     pub scope: Option<String>,
     /// ork's children there (its label selector).
     pub objects: Cache,
-    /// Every object of the type there, by who holds it (a metadata-only watch); `None` in
-    /// `ork simulate`, which asks its in-memory cluster instead.
+    /// Every other object of the type there, by who holds it (a metadata-only watch of the
+    /// complement of ork's label selector); `None` in `ork simulate`, which asks its in-memory
+    /// cluster instead.
     pub holders: Option<Cache<Holder>>,
 }
 
@@ -449,10 +450,18 @@ impl LiveChildren for Controller {
     }
 
     fn presence(&self, child: &ChildRef) -> Presence {
-        let Some(holders) = self.scope_of(child).and_then(|s| s.holders.as_ref()) else {
+        let Some(scope) = self.scope_of(child) else {
             return Presence::Unknown;
         };
-        match holders.lookup(&cache_key(child.namespace.as_deref(), &child.name)) {
+        let Some(holders) = &scope.holders else {
+            return Presence::Unknown;
+        };
+        // The two watches split the objects by ork's label: look in both.
+        let key = cache_key(child.namespace.as_deref(), &child.name);
+        if let Some(object) = scope.objects.get(&key) {
+            return Presence::Held(Holder::of(&object.metadata));
+        }
+        match holders.lookup(&key) {
             Some(holder) => Presence::Held(holder),
             None => Presence::Absent,
         }

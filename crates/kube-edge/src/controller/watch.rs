@@ -109,10 +109,12 @@ pub(super) async fn watch_children(
     }
 }
 
-/// Who holds each object of a managed type in `scope`, labelled by ork or not: a metadata-only
-/// watch without selector, so that a name ork has not applied is known to be free or taken
-/// without asking the API server per child. The owner label counts only where ork's field
-/// manager wrote the object, as for the children.
+/// Who holds each object of a managed type in `scope` that the children's watch does not see:
+/// a metadata-only watch of the complement of its selector (`managed!=true`, which also matches
+/// objects without the label), so that a name ork has not applied is known to be free or taken
+/// without asking the API server per child, and ork's own children do not come twice. Together
+/// the two watches see every object; one whose label changes leaves one and enters the other.
+/// The owner label counts only where ork's field manager wrote the object, as for the children.
 pub(super) async fn watch_holders(
     mut writer: CacheWriter<Holder>,
     client: Client,
@@ -124,7 +126,9 @@ pub(super) async fn watch_holders(
         Some(ns) => Api::namespaced_with(client, ns, &t.resource),
         None => Api::all_with(client, &t.resource),
     };
-    let config = watcher::Config::default().page_size(LIST_PAGE);
+    let config = watcher::Config::default()
+        .page_size(LIST_PAGE)
+        .labels(&format!("{MANAGED}!=true"));
     let mut stream = watcher(api, config)
         .backoff(WatchBackoff::default())
         .boxed();

@@ -151,8 +151,9 @@ fn adopts(ctx: &EntryContext, type_index: usize) -> bool {
 }
 
 /// Children ork has not seen among its own are looked up: an object of that name that exists
-/// and is not this CR's is not taken over (SPEC §11). The metadata-only watch of the child type
-/// knows every name; where there is none (`ork simulate`), the cluster is asked, all at once.
+/// and is not this CR's is not taken over (SPEC §11). A name the children's watch does not know
+/// is in the metadata-only watch of the other objects of the type or free; where there is none
+/// (`ork simulate`), the cluster is asked, all at once.
 async fn refuse_unowned(
     ctx: &EntryContext,
     ports: Ports<'_>,
