@@ -184,6 +184,19 @@ impl Bench {
     /// namespaces of earlier runs are gone: their clean-up would load the API server during
     /// this run.
     pub async fn wait_earlier_runs_gone(&self) -> Result<()> {
+        self.wait_namespaces_gone("of an earlier run").await
+    }
+
+    /// Deletes the namespaces of the phases so far and waits until they are gone, so that each
+    /// system meets a cluster as empty as the first one did: neither their deletion nor their
+    /// objects (in etcd, in the API server's watch cache) weigh on the next phase.
+    pub async fn clear(&mut self) -> Result<()> {
+        // Dropping a `TestNamespace` deletes it.
+        self.namespaces.clear();
+        self.wait_namespaces_gone("of the last phase").await
+    }
+
+    async fn wait_namespaces_gone(&self, whose: &str) -> Result<()> {
         let api = Api::<Namespace>::all(self.client.clone());
         let lp = ListParams::default().labels(&format!("{BENCH_LABEL}=true"));
         let deadline = Instant::now() + Duration::from_secs(600);
@@ -204,9 +217,7 @@ impl Bench {
             }
             let left = left.len();
             if !told {
-                eprintln!(
-                    "ork-bench: waiting for {left} namespace(s) of an earlier run to be deleted"
-                );
+                eprintln!("ork-bench: waiting for {left} namespace(s) {whose} to be deleted");
                 told = true;
             }
             if Instant::now() > deadline {

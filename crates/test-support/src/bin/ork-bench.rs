@@ -184,6 +184,7 @@ async fn main() -> Result<()> {
                 }
             }
         }
+        bench.clear().await?;
     }
     if args.idle {
         for system in args.systems.iter().filter(|s| s.is_operator()) {
