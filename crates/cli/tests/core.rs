@@ -300,36 +300,24 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
     let untouched = maps.get("web-settings").await?;
     assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
 
-    // An object created while ork runs is known too.
-    let late: ConfigMap = serde_json::from_value(
-        json!({"metadata": {"name": "late-settings"}, "data": {"from": "someone"}}),
-    )?;
-    maps.create(&Default::default(), &late).await?;
-    create_webapp(&client, &ns.name, "late", "x").await?;
-    let (_, message) = wait_ready(&api, "late", "False").await?;
-    assert!(
-        message.contains("late-settings already exists"),
-        "{message}"
-    );
-    let untouched = maps.get("late-settings").await?;
-    assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
-
-    // And one that carries ork's label without ork having written it (the children's watch sees
-    // it, the watch of the other objects does not).
-    let labelled: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "labelled-settings",
-                     "labels": {"orkestra.orkspace.io/managed": "true"}},
-        "data": {"from": "someone"}
-    }))?;
-    maps.create(&Default::default(), &labelled).await?;
-    create_webapp(&client, &ns.name, "labelled", "x").await?;
-    let (_, message) = wait_ready(&api, "labelled", "False").await?;
-    assert!(
-        message.contains("labelled-settings already exists"),
-        "{message}"
-    );
-    let untouched = maps.get("labelled-settings").await?;
-    assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
+    // An object created while ork runs is known too, and so is one that carries ork's label
+    // without ork having written it (the children's watch sees it, the other watch does not).
+    let labelled = json!({"orkestra.orkspace.io/managed": "true"});
+    for (cr, labels) in [("late", json!({})), ("labelled", labelled)] {
+        let name = format!("{cr}-settings");
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels}, "data": {"from": "someone"}
+        }))?;
+        maps.create(&Default::default(), &cm).await?;
+        create_webapp(&client, &ns.name, cr, "x").await?;
+        let (_, message) = wait_ready(&api, cr, "False").await?;
+        assert!(
+            message.contains(&format!("{name} already exists")),
+            "{message}"
+        );
+        let untouched = maps.get(&name).await?;
+        assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
+    }
     drop(_ork);
 
     // With adopt: true on the managed resource, ork takes it over.
