@@ -19,7 +19,7 @@ mod policy;
 mod request;
 mod response;
 mod schema;
-mod text;
+pub mod text;
 
 pub use duration::{DurationError, GoDuration, parse_go_duration};
 pub use intent::{Container, INTENT_TYPES, Intent, IntentError, IntentSpec};

@@ -1,70 +1,104 @@
-//! Text from a service made safe for status, events, logs and annotations (SPEC §11).
+//! Text from a service made safe for status, events, logs, annotations and error messages
+//! (SPEC §11): one line, no control characters, no terminal escapes, short. The one
+//! implementation of that rule: `ork-remote` builds its redacted snippets on [`one_line`] and
+//! [`truncate`].
 
 const ELLIPSIS: char = '…';
 
-/// `s` on one line, without control characters, at most `max_chars` characters.
-///
-/// Newlines, tabs and Unicode line/paragraph separators become spaces; terminal escape
-/// sequences (`ESC [ … m` and the like) are removed whole; every other control character
-/// (`CR`, `NUL`, `DEL`, C1 controls) and bidirectional overrides are removed. Text longer than
-/// `max_chars` is cut on a character boundary and ends with `…` (counted in `max_chars`).
+/// Which end of a long text is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// A message or a body starts with what matters.
+    Start,
+    /// A stderr tail ends with the reason.
+    End,
+}
+
+/// `s` on one line, without control characters, at most `max_chars` characters: [`one_line`],
+/// then [`truncate`] keeping the start.
 pub fn clean_text(s: &str, max_chars: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max_chars.saturating_mul(4)));
-    let mut count = 0;
-    let mut chars = s.chars().peekable();
+    truncate(one_line(s), max_chars, Keep::Start)
+}
+
+/// `text` on one line: line breaks, tabs and runs of other white space become one space (none
+/// at either end); terminal escape sequences (`ESC [ … m`, `ESC ] … BEL` and the like) are
+/// removed whole; every other control character (`CR`, `NUL`, `DEL`, C1 controls) and every
+/// bidirectional-override character (the "trojan source" set) is removed, so a secret split by
+/// one comes out joined (and is found by redaction).
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut pending_space = false;
     while let Some(c) = chars.next() {
-        let kept = match c {
-            '\n' | '\t' | '\u{2028}' | '\u{2029}' => ' ',
-            '\u{1b}' => {
-                skip_escape_sequence(&mut chars);
-                continue;
+        match c {
+            '\u{1b}' => skip_escape(&mut chars),
+            '\n' | '\t' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
+                pending_space = true;
             }
-            c if c.is_control() || is_bidi_control(c) => continue,
-            c => c,
-        };
-        if count == max_chars {
-            // One character too many: replace the last kept one with the ellipsis.
-            if out.pop().is_some() {
-                out.push(ELLIPSIS);
+            c if c.is_whitespace() && !c.is_control() => pending_space = true,
+            c if c.is_control() || is_bidi_control(c) => {}
+            c => {
+                if pending_space && !out.is_empty() {
+                    out.push(' ');
+                }
+                pending_space = false;
+                out.push(c);
             }
-            return out;
         }
-        out.push(kept);
-        count += 1;
     }
     out
 }
 
-/// After an `ESC`: a CSI sequence (`[` parameters, final byte `@`–`~`), an OSC sequence (`]` up
-/// to `BEL` or `ESC \`), or a single following character.
-fn skip_escape_sequence(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    match chars.peek() {
-        Some('[') => {
-            chars.next();
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
+/// At most `max_chars` characters of `text`, cut on a character boundary; the cut is marked
+/// with `…` (counted in `max_chars`) at the end that was cut.
+pub fn truncate(text: String, max_chars: usize, keep: Keep) -> String {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return text;
+    }
+    let Some(room) = max_chars.checked_sub(1) else {
+        return String::new();
+    };
+    match keep {
+        Keep::Start => {
+            let mut out: String = text.chars().take(room).collect();
+            out.truncate(out.trim_end().len());
+            out.push(ELLIPSIS);
+            out
         }
-        Some(']') => {
-            chars.next();
-            while let Some(c) = chars.next() {
-                if c == '\u{7}' {
-                    break;
-                }
-                if c == '\u{1b}' {
-                    if chars.peek() == Some(&'\\') {
-                        chars.next();
+        Keep::End => {
+            let kept: String = text.chars().skip(count - room).collect();
+            format!("{ELLIPSIS}{}", kept.trim_start())
+        }
+    }
+}
+
+/// Skips the rest of an escape sequence, its `ESC` already read: CSI (`[` parameters, final
+/// byte `@`–`~`), OSC (`]` up to `BEL` or `ESC \`), or the one character of a two-character
+/// escape. An `ESC` inside an OSC string that is not `ESC \` ends the string and starts the
+/// next sequence, as terminals read it (a loop, not recursion: hostile text may nest many).
+fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    loop {
+        match chars.next() {
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
                     }
-                    break;
                 }
+                return;
             }
+            Some(']') => loop {
+                match chars.next() {
+                    None | Some('\u{7}') => return,
+                    Some('\u{1b}') if chars.next_if_eq(&'\\').is_some() => return,
+                    // Another sequence starts.
+                    Some('\u{1b}') => break,
+                    Some(_) => {}
+                }
+            },
+            _ => return,
         }
-        Some(_) => {
-            chars.next();
-        }
-        None => {}
     }
 }
 
@@ -106,5 +140,43 @@ mod tests {
         assert_eq!(clean_text("", 0), "");
         // Removed characters do not count.
         assert_eq!(clean_text("a\rb\rc", 3), "abc");
+    }
+
+    #[test]
+    fn white_space_runs_become_one_space_and_none_is_left_at_an_end() {
+        assert_eq!(
+            one_line("  lead and\u{a0}\u{3000}trail \n"),
+            "lead and trail"
+        );
+        assert_eq!(one_line("a\r\nb\u{b}\u{c}\u{85}c\u{2028}d"), "a b c d");
+        assert_eq!(
+            one_line("ok\rFAIL"),
+            "okFAIL",
+            "a carriage return is removed, not a space"
+        );
+        assert_eq!(clean_text("a    b", 100), "a b");
+        assert_eq!(
+            clean_text("ab    cd", 4),
+            "ab…",
+            "no space before the ellipsis"
+        );
+    }
+
+    #[test]
+    fn an_escape_inside_an_osc_string_starts_the_next_sequence() {
+        assert_eq!(one_line("a\u{1b}]0;t\u{1b}[31mb"), "ab");
+        assert_eq!(one_line("a\u{1b}]0;t\u{1b}\\b"), "ab");
+        assert_eq!(one_line("a\u{1b}]0;unterminated"), "a");
+        // Nested without end: a loop, not a stack per sequence.
+        let nested = "\u{1b}]".repeat(100_000);
+        assert_eq!(one_line(&format!("x{nested}")), "x");
+    }
+
+    #[test]
+    fn the_tail_is_kept_when_asked() {
+        assert_eq!(truncate("abcdef".into(), 4, Keep::End), "…def");
+        assert_eq!(truncate("ab  cdef".into(), 6, Keep::End), "…cdef");
+        assert_eq!(truncate("abc".into(), 3, Keep::End), "abc");
+        assert_eq!(truncate("abc".into(), 0, Keep::End), "");
     }
 }

@@ -10,8 +10,8 @@
 //!
 //! Credentials are handed in as [`Credential`], whose `Debug` never shows the value. No error
 //! message here contains a header value or a URL's user info, and text from the service (a
-//! non-200 body, stderr) is cut short, stripped of control characters ([`clean_text`]) and of the
-//! credential ([`Credential::redact`]) before it goes into one.
+//! non-200 body, stderr) is cut short, stripped of control characters (the rule of
+//! `ork_protocol::text`) and of the credential ([`Credential::redact`]) before it goes into one.
 
 mod endpoint;
 mod exec;
@@ -21,12 +21,13 @@ mod text;
 use std::fmt;
 use std::time::Duration;
 
+use ork_protocol::clean_text;
 use reqwest::header::{HeaderName, HeaderValue};
 
 pub use endpoint::{Endpoint, UrlError, credential_allowed, endpoint_host, host_of};
 pub use exec::{ExecCall, exec};
 pub use http::{Call, HttpTransport, TlsSettings};
-pub use text::{REDACTED, clean_text};
+pub use text::REDACTED;
 
 /// How many characters of service text (a body, stderr) an error message keeps.
 pub const SNIPPET_CHARS: usize = 200;

@@ -1,11 +1,12 @@
 //! Service text on its way to status, events, logs and annotations (SPEC §11):
-//! `ork_protocol::clean_text` and `ork_remote::clean_text` on terminal escapes, controls, bidi
-//! overrides and long text; `ork_remote::Credential::redact` on text that echoes the secret.
+//! `ork_protocol::clean_text` (the one cleaning rule; `ork-remote` builds its snippets on it)
+//! on terminal escapes, controls, bidi overrides and long text; `ork_remote::Credential::redact`
+//! on text that echoes the secret.
 //!
 //! Properties: the output has no control character (Unicode Cc), no bidirectional control
-//! and no line separator; it is at most the limit in characters; cleaning is idempotent;
-//! clean text comes through unchanged; `ork_remote`'s output has no runs of spaces and no
-//! space at either end. A redacted text no longer contains the secret.
+//! and no line separator; it is at most the limit in characters; it has no runs of spaces and
+//! no space at either end; cleaning is idempotent; clean text comes through unchanged. A
+//! redacted text no longer contains the secret.
 
 use ork_remote::Credential;
 
@@ -26,7 +27,7 @@ impl Target for Text {
     }
 
     fn about(&self) -> &'static str {
-        "clean_text (protocol, remote) and Credential::redact on hostile service text"
+        "clean_text and Credential::redact on hostile service text"
     }
 
     fn run(&self, g: &mut Gen, case: &mut Case) {
@@ -45,23 +46,16 @@ impl Target for Text {
 
         case.begin();
         let p = ork_protocol::clean_text(&text, max);
-        check_clean(case, "protocol", &p, max);
+        check_clean(case, &p, max);
+        case.check(
+            !p.contains("  ") && !p.starts_with(' ') && !p.ends_with(' '),
+            "clean-one-line",
+            || format!("clean_text left runs of spaces or a space at an end: {p:?}"),
+        );
         case.check(
             ork_protocol::clean_text(&p, max) == p,
             "clean-idempotent",
-            || format!("ork_protocol::clean_text changes its own output {p:?}"),
-        );
-        let r = ork_remote::clean_text(&text, max);
-        check_clean(case, "remote", &r, max);
-        case.check(
-            !r.contains("  ") && !r.starts_with(' ') && !r.ends_with(' '),
-            "clean-one-line",
-            || format!("ork_remote::clean_text left runs of spaces or a space at an end: {r:?}"),
-        );
-        case.check(
-            ork_remote::clean_text(&r, max) == r,
-            "clean-idempotent",
-            || format!("ork_remote::clean_text changes its own output {r:?}"),
+            || format!("clean_text changes its own output {p:?}"),
         );
         let plain = !text.is_empty()
             && text.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
@@ -70,33 +64,33 @@ impl Target for Text {
             && !text.ends_with(' ')
             && text.len() <= max;
         if plain {
-            case.check(p == text && r == text, "clean-keeps-clean-text", || {
-                format!("clean text changed: protocol {p:?}, remote {r:?}")
+            case.check(p == text, "clean-keeps-clean-text", || {
+                format!("clean text changed: {p:?}")
             });
         }
         redaction(g, case);
     }
 }
 
-fn check_clean(case: &mut Case, which: &str, out: &str, max: usize) {
+fn check_clean(case: &mut Case, out: &str, max: usize) {
     let count = out.chars().count();
     case.check(count <= max, "clean-within-limit", || {
-        format!("{which} clean_text returned {count} characters, limit {max}")
+        format!("clean_text returned {count} characters, limit {max}")
     });
     if let Some(c) = out.chars().find(|c| c.is_control()) {
         case.fail(
             "clean-no-control",
-            format!("{which} clean_text left control character {c:?} in {out:?}"),
+            format!("clean_text left control character {c:?} in {out:?}"),
         );
     }
     if let Some(c) = out.chars().find(|c| matches!(c, '\u{2028}' | '\u{2029}')) {
         case.fail(
             "clean-one-line",
-            format!("{which} clean_text left line separator {c:?} in {out:?}"),
+            format!("clean_text left line separator {c:?} in {out:?}"),
         );
     }
     if let Some(c) = out.chars().find(|c| is_bidi_control(*c)) {
-        let message = format!("{which} clean_text left bidi control {c:?} in {out:?}");
+        let message = format!("clean_text left bidi control {c:?} in {out:?}");
         case.fail("clean-no-bidi", message);
     }
 }
