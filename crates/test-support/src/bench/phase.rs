@@ -48,6 +48,9 @@ pub struct PhaseResult {
     pub converge_s: f64,
     /// CPU seconds by process: `process` (the system itself), `service`, and the cluster's.
     pub cpu: BTreeMap<String, f64>,
+    /// CPU seconds by process from the start until every Widget carried its status: what the
+    /// convergence itself cost, without the lower-priority writes that come after it.
+    pub cpu_to_converge: BTreeMap<String, f64>,
     pub peak_rss_mib: Option<f64>,
     /// Every request the API server served during the phase (reads and writes).
     pub requests: ApiCounts,
@@ -279,6 +282,7 @@ impl Bench {
             .stderr(Stdio::inherit())
             .output()
             .await?;
+        let at_converge = CpuSnapshot::read(&self.pids(None));
         if !out.status.success() {
             bail!("baseline client failed ({})", out.status);
         }
@@ -286,6 +290,9 @@ impl Bench {
         self.settle().await?;
         let after = self.snapshot(None).await?;
         let mut r = self.result(system, &before, &after);
+        r.cpu_to_converge = at_converge.since(&before.cpu).0;
+        r.cpu_to_converge
+            .insert("process".into(), own["cpu_s"].as_f64().unwrap_or(f64::NAN));
         r.converge_s = own["elapsed_s"].as_f64().unwrap_or(f64::NAN);
         r.cpu
             .insert("process".into(), own["cpu_s"].as_f64().unwrap_or(f64::NAN));
@@ -299,6 +306,7 @@ impl Bench {
             n: self.n,
             converge_s: (after.at - before.at).as_secs_f64(),
             cpu: after.cpu.since(&before.cpu).0,
+            cpu_to_converge: BTreeMap::new(),
             peak_rss_mib: None,
             requests: after.requests.since(&before.requests),
             calls: after.calls - before.calls,
@@ -327,9 +335,11 @@ impl Bench {
         let before = self.snapshot(Some(&proc)).await?;
         create_all(&api, self.n, self.workers).await?;
         let converged = ready.wait_for(self.n + 1, self.limit()).await?;
+        let at_converge = CpuSnapshot::read(&self.pids(Some(&proc)));
         self.settle().await?;
         let after = self.snapshot(Some(&proc)).await?;
         let mut r = self.result(system, &before, &after);
+        r.cpu_to_converge = at_converge.since(&before.cpu).0;
         r.converge_s = (converged - before.at).as_secs_f64();
         r.peak_rss_mib = probe::peak_rss_mib(proc.pid());
         proc.check_running()?;

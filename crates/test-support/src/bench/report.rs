@@ -94,6 +94,49 @@ impl Report {
         self.phases.iter().find(|p| p.system == name)
     }
 
+    /// CPU until the last Widget carried its status, by process, and how busy the machine was:
+    /// when the cores were busy all along, the cluster, not the system, set the pace.
+    fn until_converged(&self, o: &mut String) {
+        if self.phases.iter().all(|p| p.cpu_to_converge.is_empty()) {
+            return;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let _ = writeln!(
+            o,
+            "\nUntil converged (CPU s from the first create to the last status; the table above counts the whole phase, lower-priority writes included), {cores} cores:"
+        );
+        let w = self
+            .phases
+            .iter()
+            .map(|p| p.system.len())
+            .max()
+            .unwrap_or(8);
+        for p in &self.phases {
+            let cpu = |k: &str| p.cpu_to_converge.get(k).copied();
+            let busy: f64 = p.cpu_to_converge.values().filter(|v| v.is_finite()).sum();
+            let _ = writeln!(
+                o,
+                "  {:<w$} {:>7} s: kube-apiserver {}, etcd {}, own {}, service {}; the machine {:.0} % busy",
+                p.system,
+                num(Some(p.converge_s), 2),
+                num(cpu("kube-apiserver"), 2),
+                num(cpu("etcd"), 2),
+                num(cpu("process"), 2),
+                num(cpu("service"), 2),
+                100.0 * busy / (p.converge_s * cores as f64),
+            );
+        }
+        if let (Some(ork), Some(base)) = (self.phase("ork"), self.phase("baseline")) {
+            let api = |p: &PhaseResult| p.cpu_to_converge.get("kube-apiserver").copied();
+            let _ = writeln!(
+                o,
+                "  ork/baseline: converge {}×, kube-apiserver CPU until converged {}×",
+                num(Some(ork.converge_s / base.converge_s), 2),
+                num(api(ork).zip(api(base)).map(|(a, b)| a / b), 2),
+            );
+        }
+    }
+
     pub fn text(&self) -> String {
         let mut o = String::new();
         let _ = writeln!(
@@ -148,6 +191,8 @@ impl Report {
                 let _ = writeln!(o, "|-{}-|", dashes.join("-|-"));
             }
         }
+
+        self.until_converged(&mut o);
 
         let _ = writeln!(
             o,
@@ -326,6 +371,7 @@ impl Report {
                 "converge_s": p.converge_s,
                 "crs_per_s": p.n as f64 / p.converge_s,
                 "cpu_s": p.cpu,
+                "cpu_to_converge_s": p.cpu_to_converge,
                 "peak_rss_mib": p.peak_rss_mib,
                 "writes_per_cr": p.writes_per_cr(),
                 "other_writes_per_cr": p.other_writes_per_cr(),
