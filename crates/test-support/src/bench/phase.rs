@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt, stream};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -194,6 +194,14 @@ impl Bench {
     /// system meets a cluster as empty as the first one did: neither their deletion nor their
     /// objects (in etcd, in the API server's watch cache) weigh on the next phase.
     pub async fn clear(&mut self) -> Result<()> {
+        // The children go first: deleted with their namespace, after their Widgets, each would
+        // be looked up again by the garbage collector (a GET per ConfigMap, at the controller
+        // manager's QPS), long after the namespace is gone and in the middle of the next phase.
+        for ns in &self.namespaces {
+            let api = Api::<ConfigMap>::namespaced(self.client.clone(), &ns.name);
+            api.delete_collection(&DeleteParams::background(), &ListParams::default())
+                .await?;
+        }
         // Dropping a `TestNamespace` deletes it.
         self.namespaces.clear();
         self.wait_namespaces_gone("of the last phase").await
