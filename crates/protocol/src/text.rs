@@ -17,7 +17,13 @@ pub enum Keep {
 /// `s` on one line, without control characters, at most `max_chars` characters: [`one_line`],
 /// then [`truncate`] keeping the start.
 pub fn clean_text(s: &str, max_chars: usize) -> String {
-    truncate(one_line(s), max_chars, Keep::Start)
+    // What lies beyond the first `max_chars + 1` kept characters cannot change the result: a
+    // large text is not copied whole.
+    truncate(
+        one_line_up_to(s, max_chars.saturating_add(1)),
+        max_chars,
+        Keep::Start,
+    )
 }
 
 /// `text` on one line: line breaks, tabs and runs of other white space become one space (none
@@ -26,10 +32,18 @@ pub fn clean_text(s: &str, max_chars: usize) -> String {
 /// bidirectional-override character (the "trojan source" set) is removed, so a secret split by
 /// one comes out joined (and is found by redaction).
 pub fn one_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    one_line_up_to(text, usize::MAX)
+}
+
+/// [`one_line`], stopping once `limit` characters are kept.
+fn one_line_up_to(text: &str, limit: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(limit.saturating_mul(4)));
+    let mut kept = 0;
     let mut chars = text.chars().peekable();
     let mut pending_space = false;
-    while let Some(c) = chars.next() {
+    while kept < limit
+        && let Some(c) = chars.next()
+    {
         match c {
             '\u{1b}' => skip_escape(&mut chars),
             '\n' | '\t' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
@@ -40,9 +54,11 @@ pub fn one_line(text: &str) -> String {
             c => {
                 if pending_space && !out.is_empty() {
                     out.push(' ');
+                    kept += 1;
                 }
                 pending_space = false;
                 out.push(c);
+                kept += 1;
             }
         }
     }
@@ -170,6 +186,24 @@ mod tests {
         // Nested without end: a loop, not a stack per sequence.
         let nested = "\u{1b}]".repeat(100_000);
         assert_eq!(one_line(&format!("x{nested}")), "x");
+    }
+
+    #[test]
+    fn a_long_text_is_cut_the_same_as_if_read_whole() {
+        for max in [0, 1, 2, 3, 5, 8] {
+            for text in [
+                "ab cd ef",
+                "a    b   c",
+                "abc\u{1b}[31mdef ghi",
+                " x y z w v ",
+            ] {
+                assert_eq!(
+                    clean_text(text, max),
+                    truncate(one_line(text), max, Keep::Start),
+                    "{text:?} at {max}"
+                );
+            }
+        }
     }
 
     #[test]

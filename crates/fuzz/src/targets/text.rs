@@ -5,9 +5,11 @@
 //!
 //! Properties: the output has no control character (Unicode Cc), no bidirectional control
 //! and no line separator; it is at most the limit in characters; it has no runs of spaces and
-//! no space at either end; cleaning is idempotent; clean text comes through unchanged. A
-//! redacted text no longer contains the secret.
+//! no space at either end; cleaning is idempotent; clean text comes through unchanged; reading
+//! only the start of a long text gives what reading all of it gives. A redacted text no longer
+//! contains the secret.
 
+use ork_protocol::text::{Keep, one_line, truncate};
 use ork_remote::Credential;
 
 use crate::generate::Gen;
@@ -57,6 +59,10 @@ impl Target for Text {
             "clean-idempotent",
             || format!("clean_text changes its own output {p:?}"),
         );
+        let whole = truncate(one_line(&text), max, Keep::Start);
+        case.check(p == whole, "clean-reads-enough", || {
+            format!("clean_text stopped reading too early: {p:?}, the whole text gives {whole:?}")
+        });
         let plain = !text.is_empty()
             && text.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
             && !text.contains("  ")
