@@ -142,6 +142,9 @@ impl Bench {
     fn pids(&self, system: Option<&Proc>) -> BTreeMap<String, u32> {
         let mut pids = self.cluster_pids.clone();
         pids.insert("service".into(), self.service.proc.pid());
+        // The bench itself: it creates the Widgets for the operators (the baseline client does
+        // that in its own process) and watches them.
+        pids.insert("bench".into(), std::process::id());
         if let Some(p) = system {
             pids.insert("process".into(), p.pid());
         }

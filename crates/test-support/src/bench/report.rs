@@ -116,13 +116,14 @@ impl Report {
             let busy: f64 = p.cpu_to_converge.values().filter(|v| v.is_finite()).sum();
             let _ = writeln!(
                 o,
-                "  {:<w$} {:>7} s: kube-apiserver {}, etcd {}, own {}, service {}; the machine {:.0} % busy",
+                "  {:<w$} {:>7} s: kube-apiserver {}, etcd {}, own {}, service {}, bench {}; the machine {:.0} % busy",
                 p.system,
                 num(Some(p.converge_s), 2),
                 num(cpu("kube-apiserver"), 2),
                 num(cpu("etcd"), 2),
                 num(cpu("process"), 2),
                 num(cpu("service"), 2),
+                num(cpu("bench"), 2),
                 100.0 * busy / (p.converge_s * cores as f64),
             );
         }
