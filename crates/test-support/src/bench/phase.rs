@@ -301,12 +301,13 @@ impl Bench {
         self.settle().await?;
         let after = self.snapshot(None).await?;
         let mut r = self.result(system, &before, &after);
+        // The client measures itself, and it ends when it has converged: its CPU is the same
+        // for the whole phase and until convergence.
+        let own_cpu = own["cpu_s"].as_f64().unwrap_or(f64::NAN);
         r.cpu_to_converge = at_converge.since(&before.cpu).0;
-        r.cpu_to_converge
-            .insert("process".into(), own["cpu_s"].as_f64().unwrap_or(f64::NAN));
+        r.cpu_to_converge.insert("process".into(), own_cpu);
         r.converge_s = own["elapsed_s"].as_f64().unwrap_or(f64::NAN);
-        r.cpu
-            .insert("process".into(), own["cpu_s"].as_f64().unwrap_or(f64::NAN));
+        r.cpu.insert("process".into(), own_cpu);
         r.peak_rss_mib = own["peak_rss_mib"].as_f64();
         Ok(r)
     }
