@@ -31,6 +31,7 @@ mod runtime;
 mod shard_set;
 pub mod shards;
 pub mod simulate;
+pub mod wake;
 mod wire;
 
 pub use controller::{RunError, RunOptions};

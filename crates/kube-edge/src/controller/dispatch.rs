@@ -51,6 +51,7 @@ pub(super) async fn dispatch(c: Arc<Controller>) {
                 let span = tracing::info_span!("reconcile", %key, trigger = reason.as_str());
                 tokio::spawn(
                     async move {
+                        let _counted = crate::wake::InFlight::enter();
                         c.run_one(&key, reason).await;
                     }
                     .instrument(span),
