@@ -275,11 +275,13 @@ impl Controller {
         }
     }
 
-    /// Writes the lane's annotations and events, forever: a few at a time when no reconcile
-    /// runs or waits; meanwhile only what waited longer than `PATIENCE`, one at a time, so they
-    /// do not compete with convergence for the API server.
+    /// Writes the lane's annotations and events, forever: up to `AT_ONCE` CRs' at a time when
+    /// no reconcile runs or waits (as many as the default workers, and enough for the thread to
+    /// gather their answers into few wake-ups, see [`crate::wake`]); meanwhile only what waited
+    /// longer than `PATIENCE`, one at a time, so they do not compete with convergence for the
+    /// API server.
     pub async fn drive_lane(&self) {
-        const AT_ONCE: usize = 4;
+        const AT_ONCE: usize = 16;
         const PATIENCE: Duration = Duration::from_secs(5);
         const LOOK_AGAIN: Duration = Duration::from_millis(100);
         loop {
@@ -301,7 +303,11 @@ impl Controller {
                 continue;
             }
             let cluster = self.cluster.as_ref();
-            futures::future::join_all(batch.iter().map(|l| l.write(cluster))).await;
+            futures::future::join_all(batch.iter().map(|l| async move {
+                let _counted = crate::wake::InFlight::enter();
+                l.write(cluster).await;
+            }))
+            .await;
         }
     }
 
