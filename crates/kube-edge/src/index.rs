@@ -14,7 +14,7 @@ use kube::core::DynamicObject;
 use ork_engine::gate::{CompiledGate, sentinels};
 use ork_engine::queue::Reason;
 use ork_katalog::Sentinel;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::labels::PREFIX;
 
@@ -429,94 +429,135 @@ impl Index {
 /// What of a CR counts as a change to reconcile: its spec and data, labels and annotations that
 /// are not ork's own (its prefix, and the keys in `own` the entry writes), and the deletion mark.
 /// Not status, resourceVersion, managedFields or finalizers: ork's own writes touch only those.
+/// Hashed as it is read, without building a copy: it runs for every watch event.
 pub(crate) fn cr_fingerprint(obj: &DynamicObject, own: &BTreeSet<String>) -> u64 {
     let meta = &obj.metadata;
-    let theirs = |m: &Option<BTreeMap<String, String>>| -> BTreeMap<String, String> {
-        m.iter()
-            .flatten()
-            .filter(|(k, _)| !k.starts_with(PREFIX) && !own.contains(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    };
-    let annotations = theirs(&meta.annotations);
-    let seen = json!({
-        "labels": theirs(&meta.labels),
-        "annotations": annotations,
-        "deletion": meta.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
-        "data": without_status(&obj.data),
-    });
-    fingerprint(&seen)
+    let theirs = |(k, _): &(&String, &String)| !k.starts_with(PREFIX) && !own.contains(*k);
+    let mut h = Fnv::default();
+    h.pairs(meta.labels.iter().flatten().filter(theirs));
+    h.pairs(meta.annotations.iter().flatten().filter(theirs));
+    h.deletion(meta);
+    h.without_status(&obj.data);
+    h.0
 }
 
 /// What of a child counts as a change someone made: everything but server bookkeeping and
 /// status.
 pub(crate) fn child_fingerprint(obj: &DynamicObject) -> u64 {
     let meta = &obj.metadata;
-    let seen = json!({
-        "labels": meta.labels,
-        "annotations": meta.annotations,
-        "owners": meta.owner_references,
-        "deletion": meta.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
-        "data": without_status(&obj.data),
-    });
-    fingerprint(&seen)
-}
-
-fn without_status(data: &Value) -> Value {
-    match data {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| k.as_str() != "status")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
+    let mut h = Fnv::default();
+    h.pairs(meta.labels.iter().flatten());
+    h.pairs(meta.annotations.iter().flatten());
+    h.bytes(b"[");
+    for r in meta.owner_references.iter().flatten() {
+        for part in [&r.api_version, &r.kind, &r.name, &r.uid] {
+            h.str(part);
+        }
+        for flag in [r.controller, r.block_owner_deletion] {
+            h.bytes(match flag {
+                None => b"n",
+                Some(true) => b"t",
+                Some(false) => b"f",
+            });
+        }
     }
+    h.bytes(b"]");
+    h.deletion(meta);
+    h.without_status(&obj.data);
+    h.0
 }
 
 /// A stable 64-bit hash (FNV-1a) of a JSON value's canonical text: the same content gives the
-/// same fingerprint in every run and on every machine.
+/// same fingerprint in every run and on every machine (it is kept in the applied annotation).
 pub(crate) fn fingerprint(v: &Value) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    feed_value(v, &mut feed);
-    h
+    let mut h = Fnv::default();
+    h.value(v);
+    h.0
 }
 
-fn feed_value(v: &Value, feed: &mut impl FnMut(&[u8])) {
-    match v {
-        Value::Null => feed(b"n"),
-        Value::Bool(b) => feed(if *b { b"t" } else { b"f" }),
-        Value::Number(n) => {
-            feed(b"#");
-            feed(n.to_string().as_bytes());
+/// FNV-1a over a canonical byte stream: strings carry their length, so no two contents run
+/// together into the same bytes.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn bytes(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
-        Value::String(s) => {
-            feed(b"\"");
-            feed(&(s.len() as u64).to_le_bytes());
-            feed(s.as_bytes());
+    }
+
+    fn str(&mut self, s: &str) {
+        self.bytes(&(s.len() as u64).to_le_bytes());
+        self.bytes(s.as_bytes());
+    }
+
+    /// A map's entries in the order given (a `BTreeMap`'s: canonical).
+    fn pairs<'a>(&mut self, pairs: impl Iterator<Item = (&'a String, &'a String)>) {
+        self.bytes(b"{");
+        for (k, v) in pairs {
+            self.str(k);
+            self.str(v);
         }
-        Value::Array(a) => {
-            feed(b"[");
-            for x in a {
-                feed_value(x, feed);
+        self.bytes(b"}");
+    }
+
+    fn deletion(&mut self, meta: &kube::core::ObjectMeta) {
+        match &meta.deletion_timestamp {
+            Some(t) => self.str(&t.0.to_string()),
+            None => self.bytes(b"n"),
+        }
+    }
+
+    /// The object's body but its `status`.
+    fn without_status(&mut self, data: &Value) {
+        match data {
+            Value::Object(m) => {
+                self.bytes(b"{");
+                for (k, x) in m.iter().filter(|(k, _)| k.as_str() != "status") {
+                    self.str(k);
+                    self.value(x);
+                }
+                self.bytes(b"}");
             }
-            feed(b"]");
+            other => self.value(other),
         }
-        Value::Object(m) => {
-            // serde_json's map is ordered by key, so the order is canonical.
-            feed(b"{");
-            for (k, x) in m {
-                feed(&(k.len() as u64).to_le_bytes());
-                feed(k.as_bytes());
-                feed_value(x, feed);
+    }
+
+    fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.bytes(b"n"),
+            Value::Bool(b) => self.bytes(if *b { b"t" } else { b"f" }),
+            Value::Number(n) => {
+                self.bytes(b"#");
+                self.bytes(n.to_string().as_bytes());
             }
-            feed(b"}");
+            Value::String(s) => {
+                self.bytes(b"\"");
+                self.str(s);
+            }
+            Value::Array(a) => {
+                self.bytes(b"[");
+                for x in a {
+                    self.value(x);
+                }
+                self.bytes(b"]");
+            }
+            Value::Object(m) => {
+                // serde_json's map is ordered by key, so the order is canonical.
+                self.bytes(b"{");
+                for (k, x) in m {
+                    self.str(k);
+                    self.value(x);
+                }
+                self.bytes(b"}");
+            }
         }
     }
 }
@@ -524,6 +565,7 @@ fn feed_value(v: &Value, feed: &mut impl FnMut(&[u8])) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn no_gate(_: &Value) -> Value {
         Value::Null
@@ -789,6 +831,63 @@ mod tests {
             enqueue("ns/a", Reason::Update)
         );
         assert!(ix.take_sentinels("ns/a")[&Sentinel::SpecChanged]);
+    }
+
+    #[test]
+    fn the_applied_fingerprint_keeps_its_value_across_versions() {
+        // Kept in every child's applied annotation: a new ork must compute the same.
+        let v = json!({"a": 1, "b": [1, "x"], "s": {"t": null, "u": true}});
+        assert_eq!(fingerprint(&v), 0xa7db_1a76_d6ac_3dee);
+    }
+
+    #[test]
+    fn a_cr_s_fingerprint_follows_what_its_owner_changes_only() {
+        let own: BTreeSet<String> = ["team.io/last-seen".to_string()].into();
+        let cr = |v: Value| -> DynamicObject { serde_json::from_value(v).expect("cr") };
+        let base = json!({
+            "apiVersion": "x.io/v1", "kind": "W",
+            "metadata": {"name": "a", "namespace": "ns", "labels": {"app": "a"},
+                         "annotations": {"note": "n"}, "resourceVersion": "1"},
+            "spec": {"size": 1},
+        });
+        let fp = cr_fingerprint(&cr(base.clone()), &own);
+        let mut ork_wrote = base.clone();
+        ork_wrote["status"] = json!({"phase": "Ready"});
+        ork_wrote["metadata"]["resourceVersion"] = json!("2");
+        ork_wrote["metadata"]["annotations"][format!("{PREFIX}health")] = json!("ok");
+        ork_wrote["metadata"]["annotations"]["team.io/last-seen"] = json!("now");
+        assert_eq!(cr_fingerprint(&cr(ork_wrote), &own), fp);
+        for (path, value) in [
+            ("/spec/size", json!(2)),
+            ("/metadata/labels/app", json!("b")),
+            ("/metadata/annotations/note", json!("m")),
+            ("/metadata/deletionTimestamp", json!("2026-01-01T00:00:00Z")),
+        ] {
+            let mut edited = base.clone();
+            let (parent, key) = path.rsplit_once('/').expect("path");
+            edited.pointer_mut(parent).expect("parent")[key] = value;
+            assert_ne!(cr_fingerprint(&cr(edited), &own), fp, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_child_s_fingerprint_sees_its_owner_references() {
+        let child = |controller: bool| -> DynamicObject {
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "ownerReferences": [{"apiVersion": "x.io/v1",
+                    "kind": "W", "name": "a", "uid": "u1", "controller": controller}]},
+                "data": {"k": "v"}, "status": {"ignored": true},
+            }))
+            .expect("child")
+        };
+        assert_ne!(
+            child_fingerprint(&child(true)),
+            child_fingerprint(&child(false))
+        );
+        let mut other = child(true);
+        other.data["status"] = json!({"ignored": false});
+        assert_eq!(child_fingerprint(&other), child_fingerprint(&child(true)));
     }
 
     #[test]
