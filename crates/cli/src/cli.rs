@@ -159,6 +159,12 @@ pub struct RunArgs {
     /// limit (very large templates, many entries).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
+    /// With one thread, while 4 or more reconciles are in flight: how long it naps before it
+    /// sleeps, so that one wake-up handles the answers that came meanwhile. Less CPU per
+    /// reconcile where the machine is busy, up to this much more latency per answer; 0 turns it
+    /// off (a machine with CPU to spare, where the workers set the pace).
+    #[arg(long, default_value = "2ms", value_parser = humantime::parse_duration)]
+    pub wake_nap: std::time::Duration,
 }
 
 #[derive(Debug, Subcommand)]

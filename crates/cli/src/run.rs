@@ -26,7 +26,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match async_runtime(args.threads) {
+    let runtime = match async_runtime(args.threads, args.wake_nap) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ork: cannot start the async runtime: {e}");
@@ -45,13 +45,16 @@ pub fn run(args: RunArgs) -> ExitCode {
 /// One thread, as linkerd's proxy by default: ork waits on the API server and the services far
 /// more than it computes, and a single-threaded runtime spares every wake-up a hand-off between
 /// threads (a tenth of ork's CPU at load with two threads on two cores). That thread also naps
-/// before it parks while many reconciles are in flight, so that one wake-up handles several
-/// answers ([`ork_kube::wake`]).
-fn async_runtime(threads: u16) -> std::io::Result<tokio::runtime::Runtime> {
+/// for `nap` before it parks while many reconciles are in flight, so that one wake-up handles
+/// several answers ([`ork_kube::wake`]).
+fn async_runtime(
+    threads: u16,
+    nap: std::time::Duration,
+) -> std::io::Result<tokio::runtime::Runtime> {
     if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .on_thread_park(ork_kube::wake::nap_if_crowded)
+            .on_thread_park(move || ork_kube::wake::nap_if_crowded(nap))
             .build()
     } else {
         tokio::runtime::Builder::new_multi_thread()

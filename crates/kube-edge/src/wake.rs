@@ -11,7 +11,11 @@
 //! a time) took the lane's tail after convergence from 0.32 to 0.21 CPU-s. A nap of 4 ms saved
 //! little more and made a full resync pass 55 % longer. With few reconciles in flight (an edit
 //! on a quiet cluster) the thread never naps, so a lone change keeps its latency. The thread
-//! naps only when it has nothing to run: a process that is itself the limit never parks.
+//! naps only when it has nothing to run: a process that is itself the limit never parks. The
+//! price: an answer that comes during a nap waits for its end (1 ms on average at 2 ms), so a
+//! reconcile of several round trips takes a few milliseconds longer under load. Where the
+//! machine has CPU to spare and the workers, not the API server, set the pace, that is
+//! throughput lost; `ork run --wake-nap 0` turns the naps off.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -35,18 +39,16 @@ impl Drop for InFlight {
     }
 }
 
-/// How long the thread naps before parking under load: long enough for several answers to
-/// gather, short against the tens of milliseconds a reconcile waits on a busy API server.
-pub const NAP: Duration = Duration::from_millis(2);
-
 /// Reconciles (or CRs' lane writes) in flight from which answers come as a stream.
 pub const CROWD: usize = 4;
 
-/// The park hook of the one-thread runtime (tokio's `on_thread_park`): naps for [`NAP`] while
-/// at least [`CROWD`] reconciles are in flight.
-pub fn nap_if_crowded() {
-    if crowded(IN_FLIGHT.load(Ordering::Relaxed)) {
-        std::thread::sleep(NAP);
+/// The park hook of the one-thread runtime (tokio's `on_thread_park`): naps for `nap` while at
+/// least [`CROWD`] reconciles are in flight. `ork run --wake-nap` (2 ms by default: long enough
+/// for several answers to gather, short against the tens of milliseconds a reconcile waits on
+/// a busy API server).
+pub fn nap_if_crowded(nap: Duration) {
+    if !nap.is_zero() && crowded(IN_FLIGHT.load(Ordering::Relaxed)) {
+        std::thread::sleep(nap);
     }
 }
 
