@@ -16,6 +16,7 @@ use ork_engine::queue::Reason;
 use ork_katalog::Sentinel;
 use serde_json::Value;
 
+use crate::fnv::Fnv;
 use crate::labels::PREFIX;
 
 /// What the index asks of the controller.
@@ -438,7 +439,7 @@ pub(crate) fn cr_fingerprint(obj: &DynamicObject, own: &BTreeSet<String>) -> u64
     h.pairs(meta.annotations.iter().flatten().filter(theirs));
     h.deletion(meta);
     h.without_status(&obj.data);
-    h.0
+    h.finish()
 }
 
 /// What of a child counts as a change someone made: everything but server bookkeeping and
@@ -464,7 +465,7 @@ pub(crate) fn child_fingerprint(obj: &DynamicObject) -> u64 {
     h.bytes(b"]");
     h.deletion(meta);
     h.without_status(&obj.data);
-    h.0
+    h.finish()
 }
 
 /// A stable 64-bit hash (FNV-1a) of a JSON value's canonical text: the same content gives the
@@ -472,32 +473,11 @@ pub(crate) fn child_fingerprint(obj: &DynamicObject) -> u64 {
 pub(crate) fn fingerprint(v: &Value) -> u64 {
     let mut h = Fnv::default();
     h.value(v);
-    h.0
+    h.finish()
 }
 
-/// FNV-1a over a canonical byte stream: strings carry their length, so no two contents run
-/// together into the same bytes.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
+/// The canonical byte streams of what the index compares, fed to [`Fnv`].
 impl Fnv {
-    fn bytes(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn str(&mut self, s: &str) {
-        self.bytes(&(s.len() as u64).to_le_bytes());
-        self.bytes(s.as_bytes());
-    }
-
     /// A map's entries in the order given (a `BTreeMap`'s: canonical).
     fn pairs<'a>(&mut self, pairs: impl Iterator<Item = (&'a String, &'a String)>) {
         self.bytes(b"{");

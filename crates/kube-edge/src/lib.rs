@@ -16,6 +16,7 @@ mod controller;
 pub mod discovery;
 mod entry;
 pub mod error;
+mod fnv;
 mod index;
 pub mod install;
 pub mod labels;

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeSet;
 
+use crate::fnv::Fnv;
+
 /// The shard of a queue key: FNV-1a of `namespace/name`, modulo `total` (stable everywhere).
 pub fn shard_of(key: &str, total: u32) -> u32 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    u32::try_from(h % u64::from(total.max(1))).unwrap_or(0)
+    let mut h = Fnv::default();
+    h.bytes(key.as_bytes());
+    u32::try_from(h.finish() % u64::from(total.max(1))).unwrap_or(0)
 }
 
 /// Which shards this process may reconcile.
@@ -73,6 +72,8 @@ mod tests {
     #[test]
     fn shards_of_keys_are_stable_and_spread() {
         assert_eq!(shard_of("ns/a", 9), shard_of("ns/a", 9));
+        // Replicas of different versions must agree: the value itself is fixed.
+        assert_eq!(shard_of("ns/a", 1024), 798);
         let mut counts = [0u32; 9];
         for i in 0..9000 {
             counts[shard_of(&format!("ns/cr-{i}"), 9) as usize] += 1;
