@@ -156,6 +156,18 @@ mod tests {
         assert_eq!(clean_text("", 0), "");
         // Removed characters do not count.
         assert_eq!(clean_text("a\rb\rc", 3), "abc");
+        let cut = clean_text(&"x".repeat(500), 200);
+        assert_eq!(cut.chars().count(), 200);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn printable_unicode_comes_through_and_mixed_noise_goes() {
+        assert_eq!(clean_text("ünïcödé ✓", 100), "ünïcödé ✓");
+        assert_eq!(
+            clean_text("a\r\nb\tc  d\u{1b}[31mred\u{1b}[0m\u{7}\u{0}e", 100),
+            "a b c drede"
+        );
     }
 
     #[test]
