@@ -180,7 +180,7 @@ async fn connect(kubeconfig: Option<PathBuf>, context: Option<String>) -> Result
         context,
         ..Default::default()
     };
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
@@ -189,6 +189,13 @@ async fn connect(kubeconfig: Option<PathBuf>, context: Option<String>) -> Result
         None if options.context.is_some() => Config::from_kubeconfig(&options).await?,
         None => Config::infer().await?,
     };
+    // The API server names the field manager of a write that names none (status, annotations,
+    // finalizers, events) after the client's user agent: "ork" in managedFields and the audit
+    // log, where kube's client sends none and reads "unknown".
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("ork/", env!("CARGO_PKG_VERSION"))),
+    ));
     Ok(Client::try_from(config)?)
 }
 

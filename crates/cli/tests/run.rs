@@ -49,6 +49,9 @@ async fn create_applies_owned_children_once_and_an_edit_calls_once_more() -> Res
     let cr = api.get("web").await?;
     assert_eq!(cr.data["status"]["phase"], "Ready");
     assert_eq!(cr.data["status"]["observedGeneration"], 1);
+    // Who wrote the status and annotations reads "ork" in managedFields, not "unknown".
+    let managers = field_managers(&cr.metadata);
+    assert!(managers.contains(&"ork".to_string()), "{managers:?}");
     assert!(
         cr.metadata
             .annotations
