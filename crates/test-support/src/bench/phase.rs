@@ -51,6 +51,9 @@ pub struct PhaseResult {
     /// CPU seconds by process from the start until every Widget carried its status: what the
     /// convergence itself cost, without the lower-priority writes that come after it.
     pub cpu_to_converge: BTreeMap<String, f64>,
+    /// The requests the API server served until then (writes of the lower-priority lane that
+    /// came before convergence show here).
+    pub requests_to_converge: Option<ApiCounts>,
     pub peak_rss_mib: Option<f64>,
     /// Every request the API server served during the phase (reads and writes).
     pub requests: ApiCounts,
@@ -276,6 +279,10 @@ impl Bench {
     /// Baseline (`Baseline` or `BaselineSpec`): the plain client as a child process doing all N.
     pub async fn baseline(&mut self, system: System) -> Result<PhaseResult> {
         let ns = self.namespace().await?;
+        // The same observer as the operators' phases: the bench's watch of the Widgets costs
+        // the API server an encoded event per write and the machine the bench's decoding, and
+        // a phase without it would be measured on a lighter cluster.
+        let mut ready = ReadyWatch::start(widgets(&self.client, &ns)).await?;
         self.settle().await?;
         let before = self.snapshot(None).await?;
         let mut client = tokio::process::Command::new(std::env::current_exe()?);
@@ -294,10 +301,15 @@ impl Bench {
             .output()
             .await?;
         let at_converge = CpuSnapshot::read(&self.pids(None));
+        let requests_at_converge = ApiCounts::read(&self.client).await?;
         if !out.status.success() {
             bail!("baseline client failed ({})", out.status);
         }
         let own: Value = serde_json::from_slice(&out.stdout).context("baseline client output")?;
+        ready
+            .wait_for(self.n, self.limit())
+            .await
+            .context("the baseline client ended before every Widget was Ready")?;
         self.settle().await?;
         let after = self.snapshot(None).await?;
         let mut r = self.result(system, &before, &after);
@@ -306,6 +318,7 @@ impl Bench {
         let own_cpu = own["cpu_s"].as_f64().unwrap_or(f64::NAN);
         r.cpu_to_converge = at_converge.since(&before.cpu).0;
         r.cpu_to_converge.insert("process".into(), own_cpu);
+        r.requests_to_converge = Some(requests_at_converge.since(&before.requests));
         r.converge_s = own["elapsed_s"].as_f64().unwrap_or(f64::NAN);
         r.cpu.insert("process".into(), own_cpu);
         r.peak_rss_mib = own["peak_rss_mib"].as_f64();
@@ -319,6 +332,7 @@ impl Bench {
             converge_s: (after.at - before.at).as_secs_f64(),
             cpu: after.cpu.since(&before.cpu).0,
             cpu_to_converge: BTreeMap::new(),
+            requests_to_converge: None,
             peak_rss_mib: None,
             requests: after.requests.since(&before.requests),
             calls: after.calls - before.calls,
@@ -348,10 +362,12 @@ impl Bench {
         create_all(&api, self.n, self.workers).await?;
         let converged = ready.wait_for(self.n + 1, self.limit()).await?;
         let at_converge = CpuSnapshot::read(&self.pids(Some(&proc)));
+        let requests_at_converge = ApiCounts::read(&self.client).await?;
         self.settle().await?;
         let after = self.snapshot(Some(&proc)).await?;
         let mut r = self.result(system, &before, &after);
         r.cpu_to_converge = at_converge.since(&before.cpu).0;
+        r.requests_to_converge = Some(requests_at_converge.since(&before.requests));
         r.converge_s = (converged - before.at).as_secs_f64();
         r.peak_rss_mib = probe::peak_rss_mib(proc.pid());
         proc.check_running()?;

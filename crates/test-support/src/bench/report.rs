@@ -114,9 +114,13 @@ impl Report {
         for p in &self.phases {
             let cpu = |k: &str| p.cpu_to_converge.get(k).copied();
             let busy: f64 = p.cpu_to_converge.values().filter(|v| v.is_finite()).sum();
+            let writes = p
+                .requests_to_converge
+                .as_ref()
+                .map(|r| p.per_cr(r.split_job().0.writes().total()));
             let _ = writeln!(
                 o,
-                "  {:<w$} {:>7} s: kube-apiserver {}, etcd {}, own {}, service {}, bench {}; the machine {:.0} % busy",
+                "  {:<w$} {:>7} s: kube-apiserver {}, etcd {}, own {}, service {}, bench {}; the machine {:.0} % busy; {} writes per CR",
                 p.system,
                 num(Some(p.converge_s), 2),
                 num(cpu("kube-apiserver"), 2),
@@ -125,6 +129,7 @@ impl Report {
                 num(cpu("service"), 2),
                 num(cpu("bench"), 2),
                 100.0 * busy / (p.converge_s * cores as f64),
+                num(writes, 2),
             );
         }
         if let (Some(ork), Some(base)) = (self.phase("ork"), self.phase("baseline")) {
@@ -373,6 +378,7 @@ impl Report {
                 "crs_per_s": p.n as f64 / p.converge_s,
                 "cpu_s": p.cpu,
                 "cpu_to_converge_s": p.cpu_to_converge,
+                "requests_to_converge": p.requests_to_converge.as_ref().map(counts),
                 "peak_rss_mib": p.peak_rss_mib,
                 "writes_per_cr": p.writes_per_cr(),
                 "other_writes_per_cr": p.other_writes_per_cr(),
