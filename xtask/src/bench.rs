@@ -1,5 +1,5 @@
-//! `cargo xtask bench [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--no-idle]
-//! [--no-p5]`: release build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the
+//! `cargo xtask bench [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K]
+//! [--no-idle] [--no-p5]`: release build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the
 //! baselines, the kopf peer and ork doing the same job on the local cluster, measured in one run.
 //!
 //! With `KUBECONFIG` set, that cluster is used as it is (one cluster per machine: reuse a running

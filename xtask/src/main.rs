@@ -31,7 +31,7 @@ fn main() -> ExitCode {
         ["fuzz", rest @ ..] => fuzz::fuzz(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N] [--json]       baseline, kopf and ork on the same job (release build, N Widgets, default 500)\n  chaos [--crs N]          reliability suite: service faults, API server restart, ork SIGKILLs, leader kill (own cluster, release build, default N 2000)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)"
+                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N] [--json] [--rounds K]  baseline, kopf and ork on the same job (release build, N Widgets, default 500; K turns each, medians)\n  chaos [--crs N]          reliability suite: service faults, API server restart, ork SIGKILLs, leader kill (own cluster, release build, default N 2000)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)"
             );
             return ExitCode::from(2);
         }

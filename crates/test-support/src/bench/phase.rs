@@ -41,7 +41,7 @@ pub struct Bench {
 }
 
 /// What one system cost for N Widgets.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PhaseResult {
     pub system: String,
     pub n: usize,

@@ -2,13 +2,14 @@
 //! ratios, API writes per CR by verb and resource, the idle cost and the P5 latencies; or the
 //! same as JSON.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::phase::{IdleCost, Latencies, PhaseResult, ResyncLatency};
+use crate::probe::ApiCounts;
 
 /// Everything one run measured.
 #[derive(Debug, Default)]
@@ -16,10 +17,82 @@ pub struct Report {
     pub n: usize,
     pub workers: usize,
     pub kopf_version: String,
+    /// A phase per system: the only round's, or each figure's median over the rounds.
     pub phases: Vec<PhaseResult>,
+    /// Every round's phases, the systems in the same order each round.
+    pub rounds: Vec<Vec<PhaseResult>>,
     pub idle: Vec<IdleCost>,
     pub resync: Option<ResyncLatency>,
     pub notes: Vec<String>,
+}
+
+/// The middle value (the mean of the two middle ones for an even count); `None` for none.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Each key's median over the maps that have it.
+fn median_map<K: Ord + Clone>(maps: &[&BTreeMap<K, f64>]) -> BTreeMap<K, f64> {
+    let keys: BTreeSet<&K> = maps.iter().flat_map(|m| m.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let values = maps.iter().filter_map(|m| m.get(k).copied()).collect();
+            median(values).map(|v| (k.clone(), v))
+        })
+        .collect()
+}
+
+/// One phase per system from the rounds: each figure the median of its rounds' (the edits'
+/// latencies pooled). With one round, that round's phases.
+pub fn medians(rounds: &[Vec<PhaseResult>]) -> Vec<PhaseResult> {
+    let Some(first) = rounds.first() else {
+        return Vec::new();
+    };
+    if rounds.len() == 1 {
+        return first.clone();
+    }
+    (0..first.len())
+        .map(|i| {
+            let of: Vec<&PhaseResult> = rounds.iter().filter_map(|r| r.get(i)).collect();
+            let f = |get: fn(&PhaseResult) -> Option<f64>| {
+                median(of.iter().filter_map(|p| get(p)).collect())
+            };
+            let maps = |get: fn(&PhaseResult) -> &BTreeMap<String, f64>| {
+                median_map(&of.iter().map(|p| get(p)).collect::<Vec<_>>())
+            };
+            let counts = |get: fn(&PhaseResult) -> Option<&ApiCounts>| {
+                let all: Vec<&BTreeMap<_, _>> =
+                    of.iter().filter_map(|p| get(p)).map(|c| &c.0).collect();
+                (all.len() == of.len()).then(|| ApiCounts(median_map(&all)))
+            };
+            let edits: Vec<&Latencies> = of.iter().filter_map(|p| p.edit_idle.as_ref()).collect();
+            PhaseResult {
+                system: of[0].system.clone(),
+                n: of[0].n,
+                converge_s: f(|p| Some(p.converge_s)).unwrap_or(f64::NAN),
+                cpu: maps(|p| &p.cpu),
+                cpu_to_converge: maps(|p| &p.cpu_to_converge),
+                requests_to_converge: counts(|p| p.requests_to_converge.as_ref()),
+                peak_rss_mib: f(|p| p.peak_rss_mib),
+                requests: counts(|p| Some(&p.requests)).unwrap_or_default(),
+                calls: f(|p| Some(p.calls as f64)).map_or(0, |c| c.round() as u64),
+                edit_idle: (!edits.is_empty()).then(|| Latencies {
+                    samples: edits
+                        .iter()
+                        .flat_map(|l| l.samples.iter().copied())
+                        .collect(),
+                    missed: edits.iter().map(|l| l.missed).sum(),
+                }),
+            }
+        })
+        .collect()
 }
 
 fn ms(d: Option<Duration>) -> String {
@@ -92,6 +165,54 @@ const PRECISION: [usize; 9] = [2, 1, 2, 2, 2, 2, 1, 2, 2];
 impl Report {
     fn phase(&self, name: &str) -> Option<&PhaseResult> {
         self.phases.iter().find(|p| p.system == name)
+    }
+
+    /// With several rounds: ork's ratios to each other system round by round, and their median.
+    fn round_ratios(&self, o: &mut String) {
+        if self.rounds.len() < 2 {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\n{} rounds, the systems taking turns; the table shows each figure's median over the rounds, the ratios each round's:",
+            self.rounds.len()
+        );
+        let find = |round: &[PhaseResult], name: &str| round.iter().position(|p| p.system == name);
+        let api = |p: &PhaseResult| p.cpu_to_converge.get("kube-apiserver").copied();
+        for other in ["baseline", "baseline-spec", "kopf"] {
+            let pairs: Vec<(&PhaseResult, &PhaseResult)> = self
+                .rounds
+                .iter()
+                .filter_map(|r| Some((&r[find(r, "ork")?], &r[find(r, other)?])))
+                .collect();
+            if pairs.is_empty() {
+                continue;
+            }
+            let line = |ratios: Vec<Option<f64>>| {
+                let each: Vec<String> = ratios.iter().map(|r| num(*r, 2)).collect();
+                format!(
+                    "{} (median {})",
+                    each.join(", "),
+                    num(median(ratios.into_iter().flatten().collect()), 2)
+                )
+            };
+            let converge = line(
+                pairs
+                    .iter()
+                    .map(|(a, b)| Some(a.converge_s / b.converge_s))
+                    .collect(),
+            );
+            let apiserver = line(
+                pairs
+                    .iter()
+                    .map(|(a, b)| api(a).zip(api(b)).map(|(a, b)| a / b))
+                    .collect(),
+            );
+            let _ = writeln!(
+                o,
+                "  ork/{other}: converge {converge}; kube-apiserver CPU until converged {apiserver}"
+            );
+        }
     }
 
     /// CPU until the last Widget carried its status, by process, and how busy the machine was:
@@ -198,6 +319,7 @@ impl Report {
             }
         }
 
+        self.round_ratios(&mut o);
         self.until_converged(&mut o);
 
         let _ = writeln!(
@@ -363,16 +485,13 @@ impl Report {
                 "missed": l.missed,
             })
         };
-        let counts = |c: &crate::probe::ApiCounts| {
+        let counts = |c: &ApiCounts| {
             c.0.iter()
                 .map(|((verb, res), v)| (format!("{verb} {res}"), json!(v)))
                 .collect::<serde_json::Map<_, _>>()
         };
-        json!({
-            "n": self.n,
-            "workers": self.workers,
-            "kopf_version": self.kopf_version,
-            "systems": self.phases.iter().map(|p| json!({
+        let phase = |p: &PhaseResult| {
+            json!({
                 "system": p.system,
                 "converge_s": p.converge_s,
                 "crs_per_s": p.n as f64 / p.converge_s,
@@ -386,7 +505,14 @@ impl Report {
                 "calls_per_cr": p.per_cr(p.calls as f64),
                 "requests": counts(&p.requests),
                 "edit_idle": p.edit_idle.as_ref().map(lat),
-            })).collect::<Vec<_>>(),
+            })
+        };
+        json!({
+            "n": self.n,
+            "workers": self.workers,
+            "kopf_version": self.kopf_version,
+            "systems": self.phases.iter().map(phase).collect::<Vec<_>>(),
+            "rounds": self.rounds.iter().map(|r| r.iter().map(phase).collect::<Vec<_>>()).collect::<Vec<_>>(),
             "idle": self.idle.iter().map(|i| json!({
                 "system": i.system, "crs": i.crs, "resync_s": i.resync_s, "resyncs": i.resyncs,
                 "calls": i.calls, "writes": counts(&i.writes),
@@ -399,5 +525,64 @@ impl Report {
             })),
             "notes": self.notes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_no_values() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(vec![f64::NAN, 5.0]), Some(5.0));
+        assert_eq!(median(vec![]), None);
+    }
+
+    fn phase(system: &str, converge_s: f64, api: f64, edit_ms: u64) -> PhaseResult {
+        PhaseResult {
+            system: system.into(),
+            n: 10,
+            converge_s,
+            cpu: BTreeMap::from([("kube-apiserver".into(), api)]),
+            calls: 10,
+            edit_idle: Some(Latencies {
+                samples: vec![Duration::from_millis(edit_ms)],
+                missed: 0,
+            }),
+            ..PhaseResult::default()
+        }
+    }
+
+    #[test]
+    fn rounds_fold_into_each_figures_median_per_system() {
+        let rounds = vec![
+            vec![phase("baseline", 10.0, 5.0, 1), phase("ork", 12.0, 9.0, 4)],
+            vec![phase("baseline", 14.0, 7.0, 2), phase("ork", 11.0, 8.0, 5)],
+            vec![phase("baseline", 12.0, 6.0, 3), phase("ork", 15.0, 7.0, 6)],
+        ];
+        let m = medians(&rounds);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].system.as_str(), m[0].converge_s), ("baseline", 12.0));
+        assert_eq!((m[1].system.as_str(), m[1].converge_s), ("ork", 12.0));
+        assert_eq!(m[1].cpu["kube-apiserver"], 8.0);
+        assert_eq!(m[1].calls, 10);
+        // The edits of every round are pooled.
+        assert_eq!(m[1].edit_idle.as_ref().map(|l| l.samples.len()), Some(3));
+        // One round is that round.
+        assert_eq!(medians(&rounds[..1])[1].converge_s, 12.0);
+
+        let report = Report {
+            n: 10,
+            rounds,
+            phases: m,
+            ..Report::default()
+        };
+        let text = report.text();
+        assert!(
+            text.contains("ork/baseline: converge 1.20, 0.79, 1.25 (median 1.20)"),
+            "{text}"
+        );
     }
 }

@@ -1,5 +1,8 @@
-//! `ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--no-idle]
-//! [--no-p5]`: the same job done by four systems on the local cluster, measured in one run.
+//! `ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K]
+//! [--no-idle] [--no-p5]`: the same job done by four systems on the local cluster, measured in
+//! one run. With `--rounds K` the systems take turns K times and the table shows each figure's
+//! median, with the ratios of every round: on a machine whose speed drifts, one round's ratio
+//! can be off by a fifth either way.
 //!
 //! The job: N `Widget` CRs; one Python stdlib service on 127.0.0.1 (the same for every system)
 //! answers each with two ConfigMaps and a status. The systems:
@@ -51,10 +54,11 @@ struct Args {
     systems: Vec<System>,
     idle: bool,
     p5: bool,
+    rounds: usize,
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
-    let usage = "usage: ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--no-idle] [--no-p5]";
+    let usage = "usage: ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K] [--no-idle] [--no-p5]";
     let mut it = args.iter();
     let ork = PathBuf::from(it.next().context(usage)?);
     let mut a = Args {
@@ -69,12 +73,20 @@ fn parse_args(args: &[String]) -> Result<Args> {
         ],
         idle: true,
         p5: true,
+        rounds: 1,
     };
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--json" => a.json = true,
             "--no-idle" => a.idle = false,
             "--no-p5" => a.p5 = false,
+            "--rounds" => {
+                let k = it.next().context(usage)?;
+                a.rounds =
+                    k.parse().ok().filter(|k| *k >= 1).with_context(|| {
+                        format!("--rounds {k:?}: a count of at least 1; {usage}")
+                    })?;
+            }
             "--systems" => {
                 let list = it.next().context(usage)?;
                 a.systems = list
@@ -167,25 +179,33 @@ async fn main() -> Result<()> {
         work.display()
     );
     bench.wait_earlier_runs_gone().await?;
-    for system in &args.systems {
-        eprintln!("ork-bench: {} …", system.name());
-        match system {
-            System::Baseline | System::BaselineSpec => {
-                report.phases.push(bench.baseline(*system).await?);
+    for round in 1..=args.rounds {
+        let mut phases = Vec::new();
+        for system in &args.systems {
+            match args.rounds {
+                1 => eprintln!("ork-bench: {} …", system.name()),
+                k => eprintln!("ork-bench: round {round} of {k}: {} …", system.name()),
             }
-            System::Kopf | System::Ork => {
-                let (r, ns, proc) = bench.operator(*system).await?;
-                let converge_s = r.converge_s;
-                report.phases.push(r);
-                drop(proc);
-                if *system == System::Ork && args.p5 {
-                    eprintln!("ork-bench: ork P5 (edits during a full resync) …");
-                    report.resync = Some(bench.resync_latency(&ns, converge_s).await?);
+            match system {
+                System::Baseline | System::BaselineSpec => {
+                    phases.push(bench.baseline(*system).await?);
+                }
+                System::Kopf | System::Ork => {
+                    let (r, ns, proc) = bench.operator(*system).await?;
+                    let converge_s = r.converge_s;
+                    phases.push(r);
+                    drop(proc);
+                    if *system == System::Ork && args.p5 && round == args.rounds {
+                        eprintln!("ork-bench: ork P5 (edits during a full resync) …");
+                        report.resync = Some(bench.resync_latency(&ns, converge_s).await?);
+                    }
                 }
             }
+            bench.clear().await?;
         }
-        bench.clear().await?;
+        report.rounds.push(phases);
     }
+    report.phases = report::medians(&report.rounds);
     if args.idle {
         for system in args.systems.iter().filter(|s| s.is_operator()) {
             eprintln!("ork-bench: {} idle cost …", system.name());
