@@ -49,6 +49,10 @@ fn median_map<K: Ord + Clone>(maps: &[&BTreeMap<K, f64>]) -> BTreeMap<K, f64> {
         .collect()
 }
 
+fn api_to_converge(p: &PhaseResult) -> Option<f64> {
+    p.cpu_to_converge.get("kube-apiserver").copied()
+}
+
 /// One phase per system from the rounds: each figure the median of its rounds' (the edits'
 /// latencies pooled). With one round, that round's phases.
 pub fn medians(rounds: &[Vec<PhaseResult>]) -> Vec<PhaseResult> {
@@ -174,11 +178,11 @@ impl Report {
         }
         let _ = writeln!(
             o,
-            "\n{} rounds, the systems taking turns; the table shows each figure's median over the rounds, the ratios each round's:",
+            "\n{} rounds, the systems taking turns; the table shows each figure's median over the rounds and the median of each round's ratio; round by round:",
             self.rounds.len()
         );
         let find = |round: &[PhaseResult], name: &str| round.iter().position(|p| p.system == name);
-        let api = |p: &PhaseResult| p.cpu_to_converge.get("kube-apiserver").copied();
+        let api = api_to_converge;
         for other in ["baseline", "baseline-spec", "kopf"] {
             let pairs: Vec<(&PhaseResult, &PhaseResult)> = self
                 .rounds
@@ -253,15 +257,28 @@ impl Report {
                 num(writes, 2),
             );
         }
-        if let (Some(ork), Some(base)) = (self.phase("ork"), self.phase("baseline")) {
-            let api = |p: &PhaseResult| p.cpu_to_converge.get("kube-apiserver").copied();
+        if self.phase("ork").is_some() && self.phase("baseline").is_some() {
             let _ = writeln!(
                 o,
                 "  ork/baseline: converge {}×, kube-apiserver CPU until converged {}×",
-                num(Some(ork.converge_s / base.converge_s), 2),
-                num(api(ork).zip(api(base)).map(|(a, b)| a / b), 2),
+                num(self.ratio("baseline", |p| Some(p.converge_s)), 2),
+                num(self.ratio("baseline", api_to_converge), 2),
             );
         }
+    }
+
+    /// ork's `figure` over `other`'s, the median over the rounds of each round's ratio.
+    fn ratio(&self, other: &str, figure: fn(&PhaseResult) -> Option<f64>) -> Option<f64> {
+        let ratios = self
+            .rounds
+            .iter()
+            .filter_map(|r| {
+                let find = |name: &str| r.iter().find(|p| p.system == name);
+                let (a, b) = (figure(find("ork")?)?, figure(find(other)?)?);
+                Some(a / b)
+            })
+            .collect();
+        median(ratios)
     }
 
     pub fn text(&self) -> String {
@@ -286,15 +303,32 @@ impl Report {
             );
             rows.push(row);
         }
-        if let Some(ork) = self.phase("ork") {
-            for other in ["baseline", "baseline-spec", "kopf"] {
-                let Some(o) = self.phase(other) else { continue };
-                let mut row = vec![format!("ork/{other}")];
-                for (a, b) in ork.columns().iter().zip(o.columns()) {
-                    row.push(num(a.zip(b).map(|(a, b)| a / b), 2));
-                }
-                rows.push(row);
+        // Each column's ratio, round by round; with several rounds, their median.
+        for other in ["baseline", "baseline-spec", "kopf"] {
+            let per_round: Vec<Vec<Option<f64>>> = self
+                .rounds
+                .iter()
+                .filter_map(|r| {
+                    let find = |name: &str| r.iter().find(|p| p.system == name);
+                    let (ork, o) = (find("ork")?, find(other)?);
+                    Some(
+                        ork.columns()
+                            .iter()
+                            .zip(o.columns())
+                            .map(|(a, b)| a.zip(b).map(|(a, b)| a / b))
+                            .collect(),
+                    )
+                })
+                .collect();
+            if per_round.is_empty() {
+                continue;
             }
+            let mut row = vec![format!("ork/{other}")];
+            for c in 0..HEADERS.len() {
+                let ratios = per_round.iter().filter_map(|r| r[c]).collect();
+                row.push(num(median(ratios), 2));
+            }
+            rows.push(row);
         }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
@@ -584,5 +618,12 @@ mod tests {
             text.contains("ork/baseline: converge 1.20, 0.79, 1.25 (median 1.20)"),
             "{text}"
         );
+        // The table's ratio row is the median of the rounds' ratios, not the medians' ratio.
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("| ork/baseline"))
+            .unwrap_or_default();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells.get(2), Some(&"1.20"), "{text}");
     }
 }
