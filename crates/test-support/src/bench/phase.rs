@@ -60,6 +60,8 @@ pub struct PhaseResult {
     pub calls: u64,
     /// Edit → child updated with nothing else going on.
     pub edit_idle: Option<Latencies>,
+    /// How often the bench's own watch of the Widgets failed and listed again.
+    pub observer_restarts: usize,
 }
 
 /// Latency samples of edit → child updated.
@@ -322,6 +324,7 @@ impl Bench {
         r.converge_s = own["elapsed_s"].as_f64().unwrap_or(f64::NAN);
         r.cpu.insert("process".into(), own_cpu);
         r.peak_rss_mib = own["peak_rss_mib"].as_f64();
+        r.observer_restarts = ready.restarts();
         Ok(r)
     }
 
@@ -333,6 +336,7 @@ impl Bench {
             cpu: after.cpu.since(&before.cpu).0,
             cpu_to_converge: BTreeMap::new(),
             requests_to_converge: None,
+            observer_restarts: 0,
             peak_rss_mib: None,
             requests: after.requests.since(&before.requests),
             calls: after.calls - before.calls,
@@ -370,6 +374,7 @@ impl Bench {
         r.requests_to_converge = Some(requests_at_converge.since(&before.requests));
         r.converge_s = (converged - before.at).as_secs_f64();
         r.peak_rss_mib = probe::peak_rss_mib(proc.pid());
+        r.observer_restarts = ready.restarts();
         proc.check_running()?;
         let children = ChildWatch::start(&self.client, &ns).await?;
         let k = edits(self.n);

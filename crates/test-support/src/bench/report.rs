@@ -87,6 +87,7 @@ pub fn medians(rounds: &[Vec<PhaseResult>]) -> Vec<PhaseResult> {
                 peak_rss_mib: f(|p| p.peak_rss_mib),
                 requests: counts(|p| Some(&p.requests)).unwrap_or_default(),
                 calls: f(|p| Some(p.calls as f64)).map_or(0, |c| c.round() as u64),
+                observer_restarts: of.iter().map(|p| p.observer_restarts).sum(),
                 edit_idle: (!edits.is_empty()).then(|| Latencies {
                     samples: edits
                         .iter()
@@ -504,6 +505,17 @@ impl Report {
                 num(r.cpu.get("etcd").copied(), 2),
             );
         }
+        for (i, round) in self.rounds.iter().enumerate() {
+            for p in round.iter().filter(|p| p.observer_restarts > 0) {
+                let _ = writeln!(
+                    o,
+                    "note: round {}, {}: the bench's watch of the Widgets failed and listed them again {} time(s); that phase's API server figures carry those lists",
+                    i + 1,
+                    p.system,
+                    p.observer_restarts
+                );
+            }
+        }
         for n in &self.notes {
             let _ = writeln!(o, "note: {n}");
         }
@@ -539,6 +551,7 @@ impl Report {
                 "calls_per_cr": p.per_cr(p.calls as f64),
                 "requests": counts(&p.requests),
                 "edit_idle": p.edit_idle.as_ref().map(lat),
+                "observer_restarts": p.observer_restarts,
             })
         };
         json!({

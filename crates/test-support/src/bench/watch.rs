@@ -2,6 +2,7 @@
 //! how many Widgets carry the service's status, and when a child ConfigMap shows an edit.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::core::DynamicObject;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
 use tokio::sync::{oneshot, watch};
@@ -19,6 +21,9 @@ use tokio::task::JoinHandle;
 #[derive(Debug)]
 pub struct ReadyWatch {
     count: watch::Receiver<usize>,
+    /// How often the watch failed and started again with a new list (each a LIST of every
+    /// Widget, which the API server's figures of the phase then carry).
+    restarts: Arc<AtomicUsize>,
     task: JoinHandle<()>,
 }
 
@@ -30,10 +35,14 @@ impl ReadyWatch {
     pub async fn start(api: Api<DynamicObject>) -> Result<ReadyWatch> {
         let (tx, count) = watch::channel(0usize);
         let (synced_tx, synced) = oneshot::channel();
+        let restarts = Arc::new(AtomicUsize::new(0));
+        let failed = restarts.clone();
         let task = tokio::spawn(async move {
             let mut ready: HashSet<String> = HashSet::new();
             let mut synced_tx = Some(synced_tx);
-            let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+            let mut stream = watcher::watcher(api, watcher::Config::default())
+                .default_backoff()
+                .boxed();
             while let Some(ev) = stream.next().await {
                 match ev {
                     Ok(Event::Apply(o) | Event::InitApply(o)) => {
@@ -51,13 +60,26 @@ impl ReadyWatch {
                             let _ = s.send(());
                         }
                     }
-                    Ok(Event::Init) | Err(_) => {}
+                    Ok(Event::Init) => {}
+                    Err(e) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("ork-bench: the watch of the Widgets failed, listing again: {e}");
+                    }
                 }
                 tx.send_replace(ready.len());
             }
         });
         tokio::time::timeout(Duration::from_secs(60), synced).await??;
-        Ok(ReadyWatch { count, task })
+        Ok(ReadyWatch {
+            count,
+            restarts,
+            task,
+        })
+    }
+
+    /// How often the watch has failed and listed again so far.
+    pub fn restarts(&self) -> usize {
+        self.restarts.load(Ordering::Relaxed)
     }
 
     /// Waits until at least `n` Widgets are Ready; returns when that was seen.
