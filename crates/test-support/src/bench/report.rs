@@ -182,15 +182,9 @@ impl Report {
             "\n{} rounds, the systems taking turns; the table shows each figure's median over the rounds and the median of each round's ratio; round by round:",
             self.rounds.len()
         );
-        let find = |round: &[PhaseResult], name: &str| round.iter().position(|p| p.system == name);
-        let api = api_to_converge;
         for other in ["baseline", "baseline-spec", "kopf"] {
-            let pairs: Vec<(&PhaseResult, &PhaseResult)> = self
-                .rounds
-                .iter()
-                .filter_map(|r| Some((&r[find(r, "ork")?], &r[find(r, other)?])))
-                .collect();
-            if pairs.is_empty() {
+            let converge = self.per_round(other, |p| Some(p.converge_s));
+            if converge.is_empty() {
                 continue;
             }
             let line = |ratios: Vec<Option<f64>>| {
@@ -201,21 +195,11 @@ impl Report {
                     num(median(ratios.into_iter().flatten().collect()), 2)
                 )
             };
-            let converge = line(
-                pairs
-                    .iter()
-                    .map(|(a, b)| Some(a.converge_s / b.converge_s))
-                    .collect(),
-            );
-            let apiserver = line(
-                pairs
-                    .iter()
-                    .map(|(a, b)| api(a).zip(api(b)).map(|(a, b)| a / b))
-                    .collect(),
-            );
             let _ = writeln!(
                 o,
-                "  ork/{other}: converge {converge}; kube-apiserver CPU until converged {apiserver}"
+                "  ork/{other}: converge {}; kube-apiserver CPU until converged {}",
+                line(converge),
+                line(self.per_round(other, api_to_converge)),
             );
         }
     }
@@ -268,18 +252,30 @@ impl Report {
         }
     }
 
-    /// ork's `figure` over `other`'s, the median over the rounds of each round's ratio.
-    fn ratio(&self, other: &str, figure: fn(&PhaseResult) -> Option<f64>) -> Option<f64> {
-        let ratios = self
-            .rounds
+    /// ork's `figure` over `other`'s in each round that has both.
+    fn per_round(
+        &self,
+        other: &str,
+        figure: impl Fn(&PhaseResult) -> Option<f64>,
+    ) -> Vec<Option<f64>> {
+        self.rounds
             .iter()
             .filter_map(|r| {
                 let find = |name: &str| r.iter().find(|p| p.system == name);
-                let (a, b) = (figure(find("ork")?)?, figure(find(other)?)?);
-                Some(a / b)
+                let (ork, o) = (find("ork")?, find(other)?);
+                Some(figure(ork).zip(figure(o)).map(|(a, b)| a / b))
             })
-            .collect();
-        median(ratios)
+            .collect()
+    }
+
+    /// The median over the rounds of [`Self::per_round`].
+    fn ratio(&self, other: &str, figure: impl Fn(&PhaseResult) -> Option<f64>) -> Option<f64> {
+        median(
+            self.per_round(other, figure)
+                .into_iter()
+                .flatten()
+                .collect(),
+        )
     }
 
     pub fn text(&self) -> String {
@@ -306,28 +302,12 @@ impl Report {
         }
         // Each column's ratio, round by round; with several rounds, their median.
         for other in ["baseline", "baseline-spec", "kopf"] {
-            let per_round: Vec<Vec<Option<f64>>> = self
-                .rounds
-                .iter()
-                .filter_map(|r| {
-                    let find = |name: &str| r.iter().find(|p| p.system == name);
-                    let (ork, o) = (find("ork")?, find(other)?);
-                    Some(
-                        ork.columns()
-                            .iter()
-                            .zip(o.columns())
-                            .map(|(a, b)| a.zip(b).map(|(a, b)| a / b))
-                            .collect(),
-                    )
-                })
-                .collect();
-            if per_round.is_empty() {
+            if self.per_round(other, |p| Some(p.converge_s)).is_empty() {
                 continue;
             }
             let mut row = vec![format!("ork/{other}")];
             for c in 0..HEADERS.len() {
-                let ratios = per_round.iter().filter_map(|r| r[c]).collect();
-                row.push(num(median(ratios), 2));
+                row.push(num(self.ratio(other, |p| p.columns()[c]), 2));
             }
             rows.push(row);
         }
