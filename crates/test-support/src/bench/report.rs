@@ -168,10 +168,6 @@ const HEADERS: [&str; 9] = [
 const PRECISION: [usize; 9] = [2, 1, 2, 2, 2, 2, 1, 2, 2];
 
 impl Report {
-    fn phase(&self, name: &str) -> Option<&PhaseResult> {
-        self.phases.iter().find(|p| p.system == name)
-    }
-
     /// With several rounds: ork's ratios to each other system round by round, and their median.
     fn round_ratios(&self, o: &mut String) {
         if self.rounds.len() < 2 {
@@ -242,11 +238,11 @@ impl Report {
                 num(writes, 2),
             );
         }
-        if self.phase("ork").is_some() && self.phase("baseline").is_some() {
+        if let Some(converge) = self.ratio("baseline", |p| Some(p.converge_s)) {
             let _ = writeln!(
                 o,
                 "  ork/baseline: converge {}×, kube-apiserver CPU until converged {}×",
-                num(self.ratio("baseline", |p| Some(p.converge_s)), 2),
+                num(Some(converge), 2),
                 num(self.ratio("baseline", api_to_converge), 2),
             );
         }
