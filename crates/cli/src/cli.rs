@@ -165,6 +165,11 @@ pub struct RunArgs {
     /// off (a machine with CPU to spare, where the workers set the pace).
     #[arg(long, default_value = "2ms", value_parser = humantime::parse_duration)]
     pub wake_nap: std::time::Duration,
+    /// Speak HTTP/1.1 only with the API server (one connection per request in flight), for a
+    /// proxy or load balancer in between that mishandles HTTP/2. By default every request and
+    /// watch shares one HTTP/2 connection where the API server offers it, as client-go does.
+    #[arg(long, env = "ORK_API_HTTP1")]
+    pub api_http1: bool,
 }
 
 #[derive(Debug, Subcommand)]

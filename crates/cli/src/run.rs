@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use ork_katalog::load_file;
+use ork_kube::client::Protocol;
 use ork_kube::leader::{Elector, LeaseConfig};
 use ork_kube::permissions;
 use ork_kube::shards::{ShardManager, ShardSet};
@@ -67,7 +68,12 @@ fn async_runtime(
 async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     // Exactly one TLS provider in the process; reqwest and kube both need it installed first.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = connect(args.kubeconfig.clone(), args.context.clone()).await?;
+    let protocol = if args.api_http1 {
+        Protocol::Http1
+    } else {
+        Protocol::Negotiated
+    };
+    let client = connect(args.kubeconfig.clone(), args.context.clone(), protocol).await?;
     let (ork_namespace, chosen) = ork_namespace();
     let options = RunOptions {
         ork_namespace,
@@ -75,7 +81,16 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         katalog_dir: crate::cli::folder_of(&args.katalog),
         dev_files: !args.no_dev_files,
     };
-    tracing::info!(entries = katalog.spec.crds.len(), namespace = %options.ork_namespace, "ork starting");
+    let server = ork_kube::client::Server::ask(&client)
+        .await
+        .context("reaching the API server")?;
+    tracing::info!(
+        entries = katalog.spec.crds.len(),
+        namespace = %options.ork_namespace,
+        api_server = %server.version,
+        http = ?server.http,
+        "ork starting"
+    );
     // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.
     let needed = permissions::rules(
         &katalog,
@@ -175,7 +190,11 @@ fn identity() -> String {
         })
 }
 
-async fn connect(kubeconfig: Option<PathBuf>, context: Option<String>) -> Result<Client> {
+async fn connect(
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    protocol: Protocol,
+) -> Result<Client> {
     let options = KubeConfigOptions {
         context,
         ..Default::default()
@@ -196,7 +215,7 @@ async fn connect(kubeconfig: Option<PathBuf>, context: Option<String>) -> Result
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("ork/", env!("CARGO_PKG_VERSION"))),
     ));
-    Ok(Client::try_from(config)?)
+    Ok(ork_kube::client::client(config, protocol)?)
 }
 
 /// `ORK_NAMESPACE`, else the in-cluster service-account namespace (either is a choice:

@@ -329,3 +329,45 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
     assert_eq!(taken.data.unwrap_or_default()["from"], "ork");
     Ok(())
 }
+
+/// Where the API server offers HTTP/2, ork speaks it (one connection for every request and
+/// watch, as client-go); `--api-http1` keeps to HTTP/1.1. Either way the CR converges, and ork
+/// says at start which it got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ork_speaks_http2_with_the_api_server_unless_told_http1() -> Result<()> {
+    let svc = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        answer(json!([config_map(name, json!({"k": "v"}))]))
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
+    for (args, http, name) in [
+        (&[][..], "HTTP/2.0", "over-h2"),
+        (&["--api-http1"][..], "HTTP/1.1", "over-h1"),
+    ] {
+        let client = client().await?;
+        apply_yaml(&client, CRD, &ns.name).await?;
+        let dir = std::env::temp_dir().join(format!("ork-run-{}-{name}", ns.name));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("katalog.yaml");
+        std::fs::write(&path, &katalog)?;
+        let ork = spawn_ork(&path, &dir.join("ork.log"), args, &[])?;
+        create_webapp(&client, &ns.name, name, "x").await?;
+        wait_ready(&webapps(&client, &ns.name).await?, name, "True").await?;
+        let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
+        assert!(
+            maps.get_opt(name).await?.is_some(),
+            "{name}'s child applied"
+        );
+        let log = ork.log();
+        let start = log
+            .lines()
+            .find(|l| l.contains("ork starting"))
+            .unwrap_or_default();
+        assert!(start.contains(http), "{args:?}: {start}");
+    }
+    Ok(())
+}

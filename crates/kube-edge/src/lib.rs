@@ -12,6 +12,7 @@
 
 pub mod auth;
 mod cache;
+pub mod client;
 mod controller;
 pub mod discovery;
 mod entry;
