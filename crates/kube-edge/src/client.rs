@@ -6,6 +6,12 @@
 //! answers that arrive together come in one read. The layers are kube's (base URL, auth,
 //! headers, retries of refused requests); only the connection differs. Behind a proxy, kube's
 //! own client does the work.
+//!
+//! Nagle's algorithm is off, as Go's clients have it: HTTP/2 writes small frames (a window
+//! update, a short request) that would otherwise wait for the server's delayed acknowledgement:
+//! with it on, an edit reached its child in 10 ms p50 and 50 ms p99 instead of 6 and 11 (2,000
+//! CRs, then 50 edits at rest), and an earlier trial of HTTP/2 that left it on was dropped for
+//! its latency.
 
 use std::time::Duration;
 
