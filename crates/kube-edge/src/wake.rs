@@ -22,8 +22,10 @@ use std::time::Duration;
 
 /// Reconciles and CRs' lane writes in flight in this process, every entry together.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Of those, the CRs' lane writes.
+static LANE: AtomicUsize = AtomicUsize::new(0);
 
-/// Counts one reconcile (or one CR's lane writes) in flight until dropped.
+/// Counts one reconcile in flight until dropped.
 pub(crate) struct InFlight(());
 
 impl InFlight {
@@ -39,6 +41,22 @@ impl Drop for InFlight {
     }
 }
 
+/// Counts one CR's lane writes in flight until dropped.
+pub(crate) struct LaneInFlight(InFlight);
+
+impl LaneInFlight {
+    pub fn enter() -> LaneInFlight {
+        LANE.fetch_add(1, Ordering::Relaxed);
+        LaneInFlight(InFlight::enter())
+    }
+}
+
+impl Drop for LaneInFlight {
+    fn drop(&mut self) {
+        LANE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Reconciles (or CRs' lane writes) in flight from which answers come as a stream.
 pub const CROWD: usize = 4;
 
@@ -47,10 +65,35 @@ pub const CROWD: usize = 4;
 /// for several answers to gather, short against the tens of milliseconds a reconcile waits on
 /// a busy API server).
 pub fn nap_if_crowded(nap: Duration) {
-    if !nap.is_zero() && crowded(IN_FLIGHT.load(Ordering::Relaxed)) {
-        std::thread::sleep(nap);
+    if let Some(d) = nap_for(
+        IN_FLIGHT.load(Ordering::Relaxed),
+        LANE.load(Ordering::Relaxed),
+        nap,
+    ) {
+        std::thread::sleep(d);
     }
 }
+
+/// How long to nap with `in_flight` reconciles and CRs' lane writes in flight, `lane` of them
+/// lane writes. When only the lane is at work (the annotations and events after a burst has
+/// converged), nobody waits for its answers: the nap is [`LANE_NAP`] times longer, so that one
+/// wake-up handles more of them. 2,000 CRs, alternated runs: ork's CPU after convergence (the
+/// lane's 4,000 writes and the CR events they cause) 0.29–0.31 → 0.22–0.24 s with 4 times the
+/// nap, no less with 8 times. The price: a fresh change that comes while only the lane is at
+/// work may wait for the end of an 8 ms nap instead of a 2 ms one.
+fn nap_for(in_flight: usize, lane: usize, nap: Duration) -> Option<Duration> {
+    if nap.is_zero() || !crowded(in_flight) {
+        return None;
+    }
+    Some(if lane >= in_flight {
+        nap * LANE_NAP
+    } else {
+        nap
+    })
+}
+
+/// How many times the nap a thread takes when only lane writes are in flight.
+const LANE_NAP: u32 = 4;
 
 fn crowded(in_flight: usize) -> bool {
     in_flight >= CROWD
@@ -67,5 +110,15 @@ mod tests {
         assert!(!crowded(CROWD - 1));
         assert!(crowded(CROWD));
         assert!(crowded(100));
+    }
+
+    #[test]
+    fn naps_longer_when_only_the_lane_waits() {
+        let nap = Duration::from_millis(2);
+        assert_eq!(nap_for(3, 3, nap), None, "too few in flight");
+        assert_eq!(nap_for(8, 0, nap), Some(nap), "reconciles wait for answers");
+        assert_eq!(nap_for(8, 5, nap), Some(nap), "some of them reconciles");
+        assert_eq!(nap_for(8, 8, nap), Some(nap * LANE_NAP), "only the lane");
+        assert_eq!(nap_for(8, 8, Duration::ZERO), None, "--wake-nap 0");
     }
 }

@@ -306,7 +306,7 @@ impl Controller {
             }
             let cluster = self.cluster.as_ref();
             futures::future::join_all(batch.iter().map(|l| async move {
-                let _counted = crate::wake::InFlight::enter();
+                let _counted = crate::wake::LaneInFlight::enter();
                 l.write(cluster).await;
             }))
             .await;
