@@ -81,16 +81,24 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         katalog_dir: crate::cli::folder_of(&args.katalog),
         dev_files: !args.no_dev_files,
     };
-    let server = ork_kube::client::Server::ask(&client)
-        .await
-        .context("reaching the API server")?;
-    tracing::info!(
-        entries = katalog.spec.crds.len(),
-        namespace = %options.ork_namespace,
-        api_server = %server.version,
-        http = ?server.http,
-        "ork starting"
-    );
+    // Which API server, over which HTTP; a cluster that keeps `/version` from ork is no reason
+    // not to start (the permission check below says whether ork can do its work).
+    match ork_kube::client::Server::ask(&client).await {
+        Ok(server) => tracing::info!(
+            entries = katalog.spec.crds.len(),
+            namespace = %options.ork_namespace,
+            api_server = %server.version,
+            http = ?server.http,
+            "ork starting"
+        ),
+        Err(e) => tracing::info!(
+            entries = katalog.spec.crds.len(),
+            namespace = %options.ork_namespace,
+            api_server = "unknown",
+            error = %e,
+            "ork starting"
+        ),
+    }
     // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.
     let needed = permissions::rules(
         &katalog,

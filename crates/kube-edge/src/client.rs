@@ -23,8 +23,9 @@ use kube::{Client, Config};
 use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 
-/// How often an idle HTTP/2 connection is pinged, and how long an answer may take before the
-/// connection counts as dead (its requests fail, its watches start again): client-go's.
+/// After how long without a frame from the server an HTTP/2 connection is pinged, and how long
+/// the answer may take before the connection counts as dead (its requests fail, its watches
+/// start again): client-go's read-idle and ping timeouts.
 const PING_EVERY: Duration = Duration::from_secs(30);
 const PING_TIMEOUT: Duration = Duration::from_secs(15);
 
