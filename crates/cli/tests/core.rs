@@ -26,6 +26,17 @@ fn answer(resources: Value) -> Reply {
     Reply::ok(json!({"result": "ok", "status": {"phase": "Ready"}, "resources": resources}))
 }
 
+/// A service that answers every CR with one ConfigMap of the CR's name.
+async fn one_config_map_each() -> std::io::Result<FakeService> {
+    FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        answer(json!([config_map(name, json!({"k": "v"}))]))
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_map_key_the_service_stops_sending_is_removed_from_the_live_object() -> Result<()>
 {
@@ -109,13 +120,7 @@ async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied() -> Result<()> {
-    let svc = FakeService::start(|req| {
-        let name = req["object"]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        answer(json!([config_map(name, json!({"k": "v"}))]))
-    })
-    .await?;
+    let svc = one_config_map_each().await?;
     let ns = TestNamespace::create(&client().await?).await?;
     let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
     let (client, ork) = start_katalog(&ns, &katalog).await?;
@@ -335,13 +340,7 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
 /// says at start which it got.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ork_speaks_http2_with_the_api_server_unless_told_http1() -> Result<()> {
-    let svc = FakeService::start(|req| {
-        let name = req["object"]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        answer(json!([config_map(name, json!({"k": "v"}))]))
-    })
-    .await?;
+    let svc = one_config_map_each().await?;
     let ns = TestNamespace::create(&client().await?).await?;
     let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
     for (args, http, name) in [
