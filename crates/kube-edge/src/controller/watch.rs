@@ -4,9 +4,9 @@
 //! items of a list come without them).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta, TypeMeta};
 use kube::runtime::utils::Backoff;
@@ -58,7 +58,7 @@ pub(super) async fn watch_crs(
     config: watcher::Config,
 ) {
     let resource = c.ctx.cr_resource.clone();
-    let mut stream = watcher(api, config)
+    let mut stream = relist_expired_at_once(watcher(api, config))
         .backoff(WatchBackoff::default())
         .boxed();
     while let Some(event) = stream.next().await {
@@ -92,7 +92,7 @@ pub(super) async fn watch_children(
         .page_size(LIST_PAGE)
         .labels(&format!("{MANAGED}=true"));
     let resource = t.resource.clone();
-    let mut stream = watcher(api, config)
+    let mut stream = relist_expired_at_once(watcher(api, config))
         .backoff(WatchBackoff::default())
         .boxed();
     while let Some(event) = stream.next().await {
@@ -129,7 +129,7 @@ pub(super) async fn watch_holders(
     let config = watcher::Config::default()
         .page_size(LIST_PAGE)
         .labels(&format!("{MANAGED}!=true"));
-    let mut stream = watcher(api, config)
+    let mut stream = relist_expired_at_once(watcher(api, config))
         .backoff(WatchBackoff::default())
         .boxed();
     let holder = |o: &PartialObjectMeta<DynamicObject>| {
@@ -190,6 +190,29 @@ fn typed(mut o: DynamicObject, resource: &ApiResource) -> DynamicObject {
     o
 }
 
+/// A watch whose resourceVersion has expired (410 Gone: the API server's history no longer
+/// reaches back to it, as after its restart) lists again at once, as client-go's reflector does,
+/// instead of waiting out the error backoff: the watcher has already dropped the old version, and
+/// the backoff had grown while the API server was away (in the API-server-restart scenario the
+/// CRs' watch met its 410 13 s after the server was back and then waited 5 s more). At most
+/// once per [`EXPIRED_QUIET`]: a server that answers 410 again and again is backed off.
+fn relist_expired_at_once<K>(
+    stream: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
+) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> {
+    let mut last: Option<Instant> = None;
+    stream.filter(move |item| {
+        let expired = matches!(item, Err(watcher::Error::WatchError(s)) if s.code == 410);
+        let at_once = expired && last.is_none_or(|t| t.elapsed() >= EXPIRED_QUIET);
+        if at_once {
+            last = Some(Instant::now());
+            tracing::info!("watch expired (410 Gone): listing again");
+        }
+        futures::future::ready(!at_once)
+    })
+}
+
+const EXPIRED_QUIET: Duration = Duration::from_secs(10);
+
 /// How a watch waits after an error: 250 ms doubling up to 5 s, ±20 % so that replicas do not
 /// retry in step, and back to 250 ms with the first event. kube-runtime's default grows to
 /// 30 s: after an API server restart, ork stayed blind for up to half a minute.
@@ -230,7 +253,35 @@ fn jittered(d: Duration) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use kube::core::Status;
+
     use super::*;
+
+    fn gone() -> watcher::Result<watcher::Event<()>> {
+        let mut status = Status::failure("too old resource version", "Expired");
+        status.code = 410;
+        Err(watcher::Error::WatchError(Box::new(status)))
+    }
+
+    #[tokio::test]
+    async fn an_expired_watch_lists_again_without_the_backoff_once_per_quiet_spell() {
+        let items = vec![
+            gone(),
+            Ok(watcher::Event::Init),
+            gone(),
+            Err(watcher::Error::NoResourceVersion),
+        ];
+        let out: Vec<_> = relist_expired_at_once(futures::stream::iter(items))
+            .collect()
+            .await;
+        assert!(matches!(out[0], Ok(watcher::Event::Init)), "{out:?}");
+        assert!(
+            matches!(&out[1], Err(watcher::Error::WatchError(s)) if s.code == 410),
+            "a second 410 within the quiet spell goes to the backoff: {out:?}"
+        );
+        assert!(matches!(out[2], Err(watcher::Error::NoResourceVersion)));
+        assert_eq!(out.len(), 3);
+    }
 
     #[test]
     fn watch_retries_grow_to_five_seconds_and_start_over_after_an_event() {
