@@ -347,13 +347,8 @@ async fn ork_speaks_http2_with_the_api_server_unless_told_http1() -> Result<()> 
         (&[][..], "HTTP/2.0", "over-h2"),
         (&["--api-http1"][..], "HTTP/1.1", "over-h1"),
     ] {
-        let client = client().await?;
-        apply_yaml(&client, CRD, &ns.name).await?;
-        let dir = std::env::temp_dir().join(format!("ork-run-{}-{name}", ns.name));
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join("katalog.yaml");
-        std::fs::write(&path, &katalog)?;
-        let ork = spawn_ork(&path, &dir.join("ork.log"), args, &[])?;
+        // The first ork is stopped (dropped) before the second starts.
+        let (client, ork) = start_katalog_with(&ns, &katalog, args).await?;
         create_webapp(&client, &ns.name, name, "x").await?;
         wait_ready(&webapps(&client, &ns.name).await?, name, "True").await?;
         let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);

@@ -115,13 +115,23 @@ pub async fn start_with(
 
 /// Starts `ork run` on the given Katalog text (the example CRD is applied first).
 pub async fn start_katalog(ns: &TestNamespace, katalog: &str) -> Result<(Client, Ork)> {
+    start_katalog_with(ns, katalog, &[]).await
+}
+
+/// [`start_katalog`] with more `ork run` arguments. One ork per namespace at a time: its
+/// Katalog and log are the namespace's.
+pub async fn start_katalog_with(
+    ns: &TestNamespace,
+    katalog: &str,
+    args: &[&str],
+) -> Result<(Client, Ork)> {
     let client = client().await?;
     apply_yaml(&client, CRD, &ns.name).await?;
     let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("katalog.yaml");
     std::fs::write(&path, katalog)?;
-    let ork = spawn_ork(&path, &dir.join("ork.log"), &[], &[])?;
+    let ork = spawn_ork(&path, &dir.join("ork.log"), args, &[])?;
     Ok((client, ork))
 }
 
