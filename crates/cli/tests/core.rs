@@ -177,24 +177,32 @@ spec:
           x-kubernetes-preserve-unknown-fields: true
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_scoped_cr_s_namespaced_children_are_deleted_with_it() -> Result<()> {
-    let client = client().await?;
-    let ns = TestNamespace::create(&client).await?;
-    apply_yaml(&client, TENANT_CRD, &ns.name).await?;
-    wait_crd_established(&client, "tenants.demo.ork.dev").await?;
-    let target = ns.name.clone();
-    let svc = FakeService::start(move |req| {
-        let name = req["object"]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        let mut cm = config_map(&format!("{name}-quota"), json!({"cpu": "4"}));
-        cm["metadata"]["namespace"] = json!(target);
-        answer(json!([cm]))
-    })
-    .await?;
-    let katalog = format!(
-        r#"apiVersion: orkestra.orkspace.io/v1
+/// ork for a cluster-scoped `Tenant` whose service answers one ConfigMap `<name>-quota` in the
+/// test namespace (a child Kubernetes does not collect: ork's finalizer goes on the tenant).
+struct Tenants {
+    tenants: Api<DynamicObject>,
+    maps: Api<ConfigMap>,
+    katalog: std::path::PathBuf,
+    _svc: FakeService,
+}
+
+impl Tenants {
+    async fn start(ns: &TestNamespace) -> Result<(Tenants, Ork)> {
+        let client = client().await?;
+        apply_yaml(&client, TENANT_CRD, &ns.name).await?;
+        wait_crd_established(&client, "tenants.demo.ork.dev").await?;
+        let target = ns.name.clone();
+        let svc = FakeService::start(move |req| {
+            let name = req["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default();
+            let mut cm = config_map(&format!("{name}-quota"), json!({"cpu": "4"}));
+            cm["metadata"]["namespace"] = json!(target);
+            answer(json!([cm]))
+        })
+        .await?;
+        let katalog = format!(
+            r#"apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
 metadata: {{name: test}}
 spec:
@@ -213,38 +221,85 @@ spec:
             managedResources:
               - {{group: "", version: v1, plural: configmaps, namespaces: ["{ns}"]}}
 "#,
-        ns = ns.name,
-        url = svc.url
-    );
-    let dir = std::env::temp_dir().join(format!("ork-core-{}", ns.name));
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("katalog.yaml"), katalog)?;
-    let _ork = spawn_ork(&dir.join("katalog.yaml"), &dir.join("ork.log"), &[], &[])?;
-
-    let name = format!("t-{}", ns.name);
-    let (ar, _) = resolve(
-        &client,
-        &GroupVersionKind::gvk("demo.ork.dev", "v1", "Tenant"),
-    )
-    .await?;
-    let tenants: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    let tenant = json!({"apiVersion": "demo.ork.dev/v1", "kind": "Tenant",
-        "metadata": {"name": name, "labels": {"test": ns.name}}, "spec": {}});
-    tenants
-        .create(&Default::default(), &serde_json::from_value(tenant)?)
+            ns = ns.name,
+            url = svc.url
+        );
+        let dir = std::env::temp_dir().join(format!("ork-core-{}", ns.name));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("katalog.yaml");
+        std::fs::write(&path, katalog)?;
+        let (ar, _) = resolve(
+            &client,
+            &GroupVersionKind::gvk("demo.ork.dev", "v1", "Tenant"),
+        )
         .await?;
-    let maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
-    let quota = format!("{name}-quota");
-    let cm = wait_for("the tenant's ConfigMap", WAIT, || async {
-        maps.get_opt(&quota).await.ok().flatten()
-    })
-    .await?;
-    let uid = tenants.get(&name).await?.metadata.uid.unwrap_or_default();
+        let t = Tenants {
+            tenants: Api::all_with(client.clone(), &ar),
+            maps: Api::namespaced(client, &ns.name),
+            katalog: path,
+            _svc: svc,
+        };
+        let ork = t.spawn("ork.log")?;
+        Ok((t, ork))
+    }
+
+    fn spawn(&self, log: &str) -> Result<Ork> {
+        let log = self.katalog.with_file_name(log);
+        spawn_ork(&self.katalog, &log, &[], &[])
+    }
+
+    /// Creates tenant `name` and waits for its ConfigMap.
+    async fn create(&self, ns: &TestNamespace, name: &str) -> Result<ConfigMap> {
+        let tenant = json!({"apiVersion": "demo.ork.dev/v1", "kind": "Tenant",
+            "metadata": {"name": name, "labels": {"test": ns.name}}, "spec": {}});
+        self.tenants
+            .create(&Default::default(), &serde_json::from_value(tenant)?)
+            .await?;
+        let quota = format!("{name}-quota");
+        wait_for("the tenant's ConfigMap", WAIT, || async {
+            self.maps.get_opt(&quota).await.ok().flatten()
+        })
+        .await
+    }
+
+    async fn wait_gone(&self, name: &str) -> Result<()> {
+        let quota = format!("{name}-quota");
+        wait_for(
+            "the ConfigMap deleted and the tenant gone",
+            WAIT,
+            || async {
+                let cm_gone = matches!(self.maps.get_opt(&quota).await, Ok(None));
+                let cr_gone = matches!(self.tenants.get_opt(name).await, Ok(None));
+                (cm_gone && cr_gone).then_some(())
+            },
+        )
+        .await
+    }
+
+    /// Deletes tenant `name` past ork's finalizer: removed by hand first, as a user might.
+    async fn delete_past_the_finalizer(&self, name: &str) -> Result<()> {
+        let none = json!({"metadata": {"finalizers": null}});
+        self.tenants
+            .patch(name, &PatchParams::default(), &Patch::Merge(&none))
+            .await?;
+        self.tenants.delete(name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_scoped_cr_s_namespaced_children_are_deleted_with_it() -> Result<()> {
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (t, _ork) = Tenants::start(&ns).await?;
+    let name = format!("t-{}", ns.name);
+    let cm = t.create(&ns, &name).await?;
+    let uid = t.tenants.get(&name).await?.metadata.uid.unwrap_or_default();
     assert_eq!(
         cm.metadata.labels.unwrap_or_default()["orkestra.orkspace.io/owner-uid"],
         uid
     );
-    let finalizers = tenants
+    let finalizers = t
+        .tenants
         .get(&name)
         .await?
         .metadata
@@ -255,18 +310,54 @@ spec:
         "{finalizers:?}"
     );
 
-    tenants.delete(&name, &DeleteParams::default()).await?;
-    wait_for(
-        "the ConfigMap deleted and the tenant gone",
-        WAIT,
-        || async {
-            let cm_gone = matches!(maps.get_opt(&quota).await, Ok(None));
-            let cr_gone = matches!(tenants.get_opt(&name).await, Ok(None));
-            (cm_gone && cr_gone).then_some(())
-        },
-    )
-    .await?;
+    t.tenants.delete(&name, &DeleteParams::default()).await?;
+    t.wait_gone(&name).await?;
     tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_of_a_cr_deleted_past_ork_s_finalizer_are_deleted_running_or_at_start()
+-> Result<()> {
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (t, ork) = Tenants::start(&ns).await?;
+
+    // While ork runs: the tenant goes at once, without ork's finalize.
+    let running = format!("r-{}", ns.name);
+    t.create(&ns, &running).await?;
+    t.delete_past_the_finalizer(&running).await?;
+    t.wait_gone(&running).await?;
+
+    // While ork is stopped: the next ork finds the ConfigMap without its tenant.
+    let stopped = format!("s-{}", ns.name);
+    t.create(&ns, &stopped).await?;
+    drop(ork);
+    t.delete_past_the_finalizer(&stopped).await?;
+    let _ork = t.spawn("ork-again.log")?;
+    t.wait_gone(&stopped).await?;
+
+    // A tenant that only left ork's selection still exists: its ConfigMap stays.
+    let relabelled = format!("l-{}", ns.name);
+    t.create(&ns, &relabelled).await?;
+    let off = json!({"metadata": {"labels": {"test": "someone-else"}}});
+    t.tenants
+        .patch(&relabelled, &PatchParams::default(), &Patch::Merge(&off))
+        .await?;
+    wait_for("ork to look at the relabelled tenant", WAIT, || async {
+        _ork.log()
+            .contains("left this entry's view but exists")
+            .then_some(())
+    })
+    .await?;
+    let quota = format!("{relabelled}-quota");
+    assert!(t.maps.get_opt(&quota).await?.is_some());
+    let none = json!({"metadata": {"finalizers": null}});
+    t.tenants
+        .patch(&relabelled, &PatchParams::default(), &Patch::Merge(&none))
+        .await?;
+    t.tenants
+        .delete(&relabelled, &DeleteParams::default())
+        .await?;
     Ok(())
 }
 

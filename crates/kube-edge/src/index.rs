@@ -55,6 +55,7 @@ pub(crate) enum Seen<T> {
 #[derive(Debug, Clone)]
 pub(crate) struct CrView {
     pub key: String,
+    pub uid: String,
     /// Hash of what the service sees of the CR (no status, no server bookkeeping, no ork marks).
     pub fingerprint: u64,
     /// The CR as JSON; only needed when the entry declares sentinels or an enqueue gate.
@@ -70,8 +71,22 @@ pub(crate) struct ChildView {
     pub owner_uid: Option<String>,
     /// Queue key of the owner, when the owner annotation names this entry.
     pub owner_key: Option<String>,
+    /// Whether an owner reference to that CR makes the garbage collector delete the child with
+    /// its owner (same-namespace children).
+    pub collected: bool,
     /// Hash of the child without status and server bookkeeping.
     pub fingerprint: u64,
+}
+
+/// A child ork applied for a CR that is gone without ork having deleted its children (see
+/// [`Index::take_strays`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stray {
+    pub child: ChildRef,
+    /// The UID of the child as the watch last saw it.
+    pub uid: String,
+    /// The UID of the CR it was applied for.
+    pub owner_uid: String,
 }
 
 /// Writes one reconcile made, reported when it finishes.
@@ -85,6 +100,7 @@ pub(crate) struct OwnWrites {
 
 #[derive(Debug)]
 struct CrState {
+    uid: String,
     fingerprint: u64,
     previous: Option<Value>,
 }
@@ -94,7 +110,15 @@ struct ChildState {
     uid: String,
     owner_uid: Option<String>,
     owner_key: Option<String>,
+    collected: bool,
     fingerprint: u64,
+}
+
+impl ChildState {
+    /// Whether ork deletes this child when its owner, the CR under `key`, is gone.
+    fn sweepable_for(&self, key: &str) -> bool {
+        !self.collected && self.owner_key.as_deref() == Some(key)
+    }
 }
 
 /// What the gate of an event needs besides the CR: the entry's health as JSON.
@@ -105,6 +129,16 @@ pub(crate) struct Index {
     declared: Vec<Sentinel>,
     enqueue_gate: Option<CompiledGate>,
     crs: HashMap<String, CrState>,
+    /// The UIDs of the CRs in `crs`.
+    live: HashSet<String>,
+    /// Whether the CRs' watch has completed a list: before, a child whose owner is not in
+    /// `crs` may just not have been listed yet.
+    crs_listed: bool,
+    /// Per queue key, the UIDs of CRs under that key that went away while children ork applied
+    /// for them and the garbage collector will not delete may still exist: their sweep is due.
+    gone: HashMap<String, BTreeSet<String>>,
+    /// Owner UIDs a sweep found alive outside the entry's view (see [`Index::keep`]).
+    kept: HashSet<String>,
     sentinels: HashMap<String, BTreeMap<Sentinel, bool>>,
     children: HashMap<ChildRef, ChildState>,
     /// Per owner UID its children, sorted: a CR has a few, and a B-tree node per CR would cost
@@ -132,6 +166,10 @@ impl Index {
             declared,
             enqueue_gate,
             crs: HashMap::new(),
+            live: HashSet::new(),
+            crs_listed: false,
+            gone: HashMap::new(),
+            kept: HashSet::new(),
             sentinels: HashMap::new(),
             children: HashMap::new(),
             by_owner: HashMap::new(),
@@ -158,19 +196,23 @@ impl Index {
             }
             Seen::InitDone => {
                 let mut out = self.held_back.remove(&None).unwrap_or_default();
-                let Some(listed) = self.listing_crs.take() else {
-                    return out;
-                };
-                let gone: Vec<String> = self
-                    .crs
-                    .keys()
-                    .filter(|k| !listed.contains(*k))
-                    .cloned()
-                    .collect();
-                out.extend(gone.into_iter().map(|k| self.forget_cr(k)));
+                if let Some(listed) = self.listing_crs.take() {
+                    let gone: Vec<String> = self
+                        .crs
+                        .keys()
+                        .filter(|k| !listed.contains(*k))
+                        .cloned()
+                        .collect();
+                    for key in gone {
+                        out.extend(self.forget_cr(key));
+                    }
+                }
+                self.crs_listed = true;
+                self.kept.clear();
+                out.extend(self.orphans());
                 out
             }
-            Seen::Deleted(view) => vec![self.forget_cr(view.key)],
+            Seen::Deleted(view) => self.forget_cr(view.key),
             Seen::Object {
                 listing,
                 object: view,
@@ -178,15 +220,29 @@ impl Index {
                 if listing && let Some(listed) = self.listing_crs.as_mut() {
                     listed.insert(view.key.clone());
                 }
-                let effect = self.cr_changed(view, gate);
+                let mut effects: Vec<Effect> = self.replaced(&view).into_iter().collect();
+                effects.extend(self.cr_changed(view, gate));
                 if listing {
-                    self.held_back.entry(None).or_default().extend(effect);
+                    self.held_back.entry(None).or_default().extend(effects);
                     Vec::new()
                 } else {
-                    effect.into_iter().collect()
+                    effects
                 }
             }
         }
+    }
+
+    /// A CR under a known key with another UID: the old one was deleted and this one created
+    /// while the watch was away. The new one is new (a create, whatever its spec), and the old
+    /// one's children are swept.
+    fn replaced(&mut self, view: &CrView) -> Option<Effect> {
+        let state = self.crs.get(&view.key)?;
+        if state.uid == view.uid {
+            return None;
+        }
+        let old = self.crs.remove(&view.key)?.uid;
+        self.live.remove(&old);
+        self.went(view.key.clone(), old)
     }
 
     fn cr_changed(&mut self, view: CrView, gate: GateContext<'_>) -> Option<Effect> {
@@ -205,9 +261,11 @@ impl Index {
             Reason::Update
         };
         let before = previous.and_then(|p| p.previous.clone());
+        self.live.insert(view.uid.clone());
         self.crs.insert(
             view.key.clone(),
             CrState {
+                uid: view.uid,
                 fingerprint: view.fingerprint,
                 previous: if keep_json { view.json.clone() } else { None },
             },
@@ -226,10 +284,124 @@ impl Index {
         Some(Effect::Enqueue(view.key, reason))
     }
 
-    fn forget_cr(&mut self, key: String) -> Effect {
-        self.crs.remove(&key);
+    fn forget_cr(&mut self, key: String) -> Vec<Effect> {
+        let state = self.crs.remove(&key);
         self.sentinels.remove(&key);
-        Effect::Forget(key)
+        let mut out = vec![Effect::Forget(key.clone())];
+        if let Some(state) = state {
+            self.live.remove(&state.uid);
+            out.extend(self.went(key, state.uid));
+        }
+        out
+    }
+
+    /// The CR `uid` under `key` is gone. Children ork applied for it that no owner reference
+    /// hands to the garbage collector (other namespaces, cluster-scoped) are ork's to delete:
+    /// normally its finalizer sees to that, but a CR can go without it (a finalizer removed by
+    /// hand, a delete that raced the finalizer's patch at the API server, kubernetes#77988).
+    /// Their sweep is queued under the CR's key, so it runs where that key is reconciled (the
+    /// leader, the shard's holder) and after a reconcile of the key in flight.
+    fn went(&mut self, key: String, uid: String) -> Option<Effect> {
+        let sweepable = self.by_owner.get(&uid).is_some_and(|children| {
+            children.iter().any(|c| {
+                self.children
+                    .get(c)
+                    .is_some_and(|state| state.sweepable_for(&key))
+            })
+        });
+        if !sweepable || !self.gone.entry(key.clone()).or_default().insert(uid) {
+            return None;
+        }
+        Some(Effect::Enqueue(key, Reason::Delete))
+    }
+
+    /// Every owner UID with sweepable children and no CR (once the CRs are listed: at start, or
+    /// after a re-list): children whose CR went while ork was not watching.
+    fn orphans(&mut self) -> Vec<Effect> {
+        let found: BTreeSet<(String, String)> = self
+            .by_owner
+            .iter()
+            .filter(|(uid, _)| !self.live.contains(*uid))
+            .flat_map(|(uid, children)| {
+                children
+                    .iter()
+                    .filter_map(|c| self.children.get(c))
+                    .filter(|state| !state.collected)
+                    .filter_map(|state| Some((state.owner_key.clone()?, uid.clone())))
+            })
+            .collect();
+        found
+            .into_iter()
+            .filter_map(|(key, uid)| self.went(key, uid))
+            .collect()
+    }
+
+    /// A child whose owner is not among the CRs (known once they are listed, not during a
+    /// re-list): its sweep is queued. A child of a CR that exists outside the entry's view
+    /// (another label, a namespace the entry does not allow) is found alive by the sweep and
+    /// kept; it is looked at again only after the next list of the CRs.
+    fn stray_seen(&mut self, child: &ChildRef) -> Option<Effect> {
+        if !self.crs_listed || self.listing_crs.is_some() {
+            return None;
+        }
+        let state = self.children.get(child)?;
+        let owner = state.owner_uid.as_ref()?;
+        if state.collected || self.live.contains(owner) || self.kept.contains(owner) {
+            return None;
+        }
+        let (key, owner) = (state.owner_key.clone()?, owner.clone());
+        self.went(key, owner)
+    }
+
+    /// The sweep due under `key`: the children of CRs that went under that key, still
+    /// sweepable (not collected, not deleted by ork, the CR not back).
+    pub fn take_strays(&mut self, key: &str) -> Vec<Stray> {
+        let Some(owners) = self.gone.remove(key) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for owner in owners.into_iter().filter(|o| !self.live.contains(o)) {
+            for child in self.by_owner.get(&owner).into_iter().flatten() {
+                let Some(state) = self.children.get(child) else {
+                    continue;
+                };
+                if state.sweepable_for(key) && !self.deleted_by_ork.contains(&state.uid) {
+                    out.push(Stray {
+                        child: child.clone(),
+                        uid: state.uid.clone(),
+                        owner_uid: owner.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The sweep under `key` could not finish for the CR `owner_uid`: due again.
+    pub fn sweep_again(&mut self, key: &str, owner_uid: &str) {
+        self.gone
+            .entry(key.to_string())
+            .or_default()
+            .insert(owner_uid.to_string());
+    }
+
+    /// The CR `owner_uid` exists, outside the entry's view: its children stay.
+    pub fn keep(&mut self, owner_uid: &str) {
+        self.kept.insert(owner_uid.to_string());
+    }
+
+    /// Children a sweep deleted: their deletion events are not drift.
+    pub fn swept(&mut self, deleted: Vec<(ChildRef, String)>) {
+        self.mark_deleted(deleted);
+    }
+
+    fn mark_deleted(&mut self, deleted: Vec<(ChildRef, String)>) {
+        for (child, uid) in deleted {
+            // Its deletion event is still to come: mark it so it is not taken for drift.
+            if self.children.get(&child).is_some_and(|c| c.uid == uid) {
+                self.deleted_by_ork.insert(uid);
+            }
+        }
     }
 
     /// A watch event of the children of managed type `type_index`, from the watch of `scope`
@@ -291,6 +463,7 @@ impl Index {
             uid,
             owner_uid,
             owner_key,
+            collected,
             fingerprint,
         } = view;
         let previous = self.children.insert(
@@ -299,6 +472,7 @@ impl Index {
                 uid,
                 owner_uid: owner_uid.clone(),
                 owner_key: owner_key.clone(),
+                collected,
                 fingerprint,
             },
         );
@@ -312,6 +486,9 @@ impl Index {
             if let Err(at) = children.binary_search(&child) {
                 children.insert(at, child.clone());
             }
+        }
+        if let Some(sweep) = self.stray_seen(&child) {
+            return Some(sweep);
         }
         let Some(prev) = previous else {
             // A child that appears is ork's own apply, or an object someone labelled; only a
@@ -402,12 +579,7 @@ impl Index {
                 .get(child)
                 .is_none_or(|state| self.expected.get(child) != Some(&state.fingerprint)),
         });
-        for (child, uid) in own.deleted {
-            // Its deletion event is still to come: mark it so it is not taken for drift.
-            if self.children.get(&child).is_some_and(|c| c.uid == uid) {
-                self.deleted_by_ork.insert(uid);
-            }
-        }
+        self.mark_deleted(own.deleted);
         if drifted && self.crs.contains_key(key) {
             vec![Effect::Enqueue(key.to_string(), Reason::Child)]
         } else {
@@ -556,6 +728,7 @@ mod tests {
             listing: false,
             object: CrView {
                 key: key.into(),
+                uid: format!("uid-{key}"),
                 fingerprint,
                 json: None,
             },
@@ -572,6 +745,7 @@ mod tests {
             uid: format!("uid-{name}"),
             owner_uid: Some(format!("uid-{owner}")),
             owner_key: Some(owner.into()),
+            collected: true,
             fingerprint,
         }
     }
@@ -754,6 +928,7 @@ mod tests {
             listing: true,
             object: CrView {
                 key: "ns/a".into(),
+                uid: "uid-ns/a".into(),
                 fingerprint: 2,
                 json: None,
             },
@@ -776,6 +951,7 @@ mod tests {
                 listing: true,
                 object: CrView {
                     key: "ns/a".into(),
+                    uid: "uid-ns/a".into(),
                     fingerprint: 1,
                     json: None,
                 },
@@ -789,6 +965,180 @@ mod tests {
         assert!(ix.has_cr("ns/a") && !ix.has_cr("ns/b"));
     }
 
+    /// A child in another namespace than its CR's: no owner reference, ork deletes it.
+    fn far(name: &str, owner: &str) -> ChildView {
+        let mut view = child(name, owner, 1);
+        view.child.namespace = Some("elsewhere".into());
+        view.collected = false;
+        view
+    }
+
+    fn listed(ix: &mut Index, keys: &[&str]) -> Vec<Effect> {
+        ix.cr_event(Seen::Init, &no_gate);
+        for key in keys {
+            let Seen::Object { object, .. } = cr(key, 1) else {
+                unreachable!()
+            };
+            ix.cr_event(
+                Seen::Object {
+                    listing: true,
+                    object,
+                },
+                &no_gate,
+            );
+        }
+        ix.cr_event(Seen::InitDone, &no_gate)
+    }
+
+    fn deleted(key: &str) -> Seen<CrView> {
+        let Seen::Object { object, .. } = cr(key, 1) else {
+            unreachable!()
+        };
+        Seen::Deleted(object)
+    }
+
+    #[test]
+    fn a_far_child_outliving_its_cr_is_swept_under_the_cr_s_key_once() {
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        ix.child_event(0, None, seen(far("x", "ns/a")));
+        ix.child_event(0, None, seen(child("near", "ns/a", 1)));
+        assert_eq!(
+            ix.cr_event(deleted("ns/a"), &no_gate),
+            vec![
+                Effect::Forget("ns/a".into()),
+                Effect::Enqueue("ns/a".into(), Reason::Delete)
+            ]
+        );
+        let strays = ix.take_strays("ns/a");
+        assert_eq!(
+            strays,
+            vec![Stray {
+                child: far("x", "ns/a").child,
+                uid: "uid-x".into(),
+                owner_uid: "uid-ns/a".into(),
+            }],
+            "the same-namespace child is the garbage collector's"
+        );
+        assert!(ix.take_strays("ns/a").is_empty(), "taken once");
+        ix.swept(vec![(strays[0].child.clone(), strays[0].uid.clone())]);
+        assert!(
+            ix.child_event(0, None, Seen::Deleted(far("x", "ns/a")))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn children_the_garbage_collector_takes_or_another_entry_owns_are_not_swept() {
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        ix.child_event(0, None, seen(child("near", "ns/a", 1)));
+        let mut foreign = far("y", "ns/a");
+        foreign.owner_key = None;
+        ix.child_event(0, None, seen(foreign));
+        assert_eq!(
+            ix.cr_event(deleted("ns/a"), &no_gate),
+            vec![Effect::Forget("ns/a".into())]
+        );
+        assert!(ix.take_strays("ns/a").is_empty());
+    }
+
+    #[test]
+    fn a_child_applied_as_its_cr_went_is_swept_when_it_shows_up() {
+        // kubernetes#77988: the delete raced ork's finalizer; the apply's event comes last.
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        assert_eq!(
+            ix.cr_event(deleted("ns/a"), &no_gate),
+            vec![Effect::Forget("ns/a".into())]
+        );
+        assert_eq!(
+            ix.child_event(0, None, seen(far("x", "ns/a"))),
+            enqueue("ns/a", Reason::Delete)
+        );
+        assert_eq!(ix.take_strays("ns/a").len(), 1);
+    }
+
+    #[test]
+    fn at_start_children_of_crs_that_went_meanwhile_are_swept_once_the_crs_are_listed() {
+        let mut ix = Index::new(vec![], None);
+        // The children's list comes first: nothing is judged before the CRs are listed.
+        assert!(
+            ix.child_event(0, None, seen(far("x", "ns/gone")))
+                .is_empty()
+        );
+        ix.child_event(0, None, seen(far("y", "ns/a")));
+        assert_eq!(
+            listed(&mut ix, &["ns/a"]),
+            vec![
+                Effect::Enqueue("ns/a".into(), Reason::Create),
+                Effect::Enqueue("ns/gone".into(), Reason::Delete)
+            ]
+        );
+        assert_eq!(ix.take_strays("ns/gone").len(), 1);
+        assert!(ix.take_strays("ns/a").is_empty());
+    }
+
+    #[test]
+    fn a_cr_recreated_while_the_watch_was_away_is_new_and_the_old_one_s_children_are_swept() {
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        ix.child_event(0, None, seen(far("x", "ns/a")));
+        ix.cr_event(Seen::Init, &no_gate);
+        let mut again = CrView {
+            key: "ns/a".into(),
+            uid: "uid-ns/a-2".into(),
+            fingerprint: 1,
+            json: None,
+        };
+        ix.cr_event(
+            Seen::Object {
+                listing: true,
+                object: again.clone(),
+            },
+            &no_gate,
+        );
+        assert_eq!(
+            ix.cr_event(Seen::InitDone, &no_gate),
+            vec![
+                Effect::Enqueue("ns/a".into(), Reason::Delete),
+                Effect::Enqueue("ns/a".into(), Reason::Create)
+            ],
+            "the same spec, yet a new CR"
+        );
+        assert_eq!(ix.take_strays("ns/a")[0].owner_uid, "uid-ns/a");
+        again.fingerprint = 2;
+        assert_eq!(
+            ix.cr_event(
+                Seen::Object {
+                    listing: false,
+                    object: again
+                },
+                &no_gate
+            ),
+            enqueue("ns/a", Reason::Update)
+        );
+    }
+
+    #[test]
+    fn a_cr_found_alive_outside_the_view_keeps_its_children_until_the_next_list() {
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        ix.child_event(0, None, seen(far("x", "ns/a")));
+        // The CR's label no longer matches the entry's selector: the watch says deleted.
+        ix.cr_event(deleted("ns/a"), &no_gate);
+        assert_eq!(ix.take_strays("ns/a").len(), 1);
+        ix.keep("uid-ns/a");
+        let mut edited = far("x", "ns/a");
+        edited.fingerprint = 2;
+        assert!(ix.child_event(0, None, seen(edited)).is_empty());
+        assert_eq!(
+            listed(&mut ix, &[]),
+            enqueue("ns/a", Reason::Delete),
+            "looked at again after a list of the CRs"
+        );
+    }
+
     #[test]
     fn a_closed_enqueue_gate_drops_the_event_and_sentinels_reach_the_reconcile() {
         let gate: ork_katalog::Gate =
@@ -800,6 +1150,7 @@ mod tests {
             listing: false,
             object: CrView {
                 key: "ns/a".into(),
+                uid: "uid-ns/a".into(),
                 fingerprint: fp,
                 json: Some(json!({"spec": {"enabled": enabled}})),
             },

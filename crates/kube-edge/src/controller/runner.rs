@@ -26,7 +26,7 @@ use crate::labels::{OWNER, OWNER_UID};
 use crate::ports::{Cluster, Transport};
 use crate::process::Process;
 use crate::reconcile::{
-    Done, Job, LiveChildren, Ports, Presence, Success, reconcile, record_failure,
+    Done, Job, LiveChildren, Ports, Presence, Success, reconcile, record_failure, sweep,
 };
 use crate::registry::{EntryHandle, Published};
 use crate::shard_set::shard_of;
@@ -142,6 +142,7 @@ impl Controller {
         let wants_json = self.index().wants_json();
         let view = |o: &DynamicObject| CrView {
             key: crate::cache::key_of(o),
+            uid: o.uid().unwrap_or_default(),
             fingerprint: cr_fingerprint(o, &self.ctx.own_metadata),
             json: wants_json.then(|| serde_json::to_value(o).unwrap_or(Value::Null)),
         };
@@ -169,19 +170,26 @@ impl Controller {
         scope: Option<&str>,
         event: &watcher::Event<DynamicObject>,
     ) {
-        let view = |o: &DynamicObject| ChildView {
-            child: ChildRef {
-                type_index,
-                namespace: o.namespace(),
-                name: o.name_any(),
-            },
-            uid: o.uid().unwrap_or_default(),
-            owner_uid: o.labels().get(OWNER_UID).cloned(),
-            owner_key: o
-                .annotations()
-                .get(OWNER)
-                .and_then(|a| owner_key(&self.ctx.name, a)),
-            fingerprint: child_fingerprint(o),
+        let view = |o: &DynamicObject| {
+            let owner_uid = o.labels().get(OWNER_UID).cloned();
+            ChildView {
+                child: ChildRef {
+                    type_index,
+                    namespace: o.namespace(),
+                    name: o.name_any(),
+                },
+                uid: o.uid().unwrap_or_default(),
+                collected: o
+                    .owner_references()
+                    .iter()
+                    .any(|r| Some(&r.uid) == owner_uid.as_ref()),
+                owner_uid,
+                owner_key: o
+                    .annotations()
+                    .get(OWNER)
+                    .and_then(|a| owner_key(&self.ctx.name, a)),
+                fingerprint: child_fingerprint(o),
+            }
         };
         let seen = reduce(event, view);
         let effects = self.index().child_event(type_index, scope, seen);
@@ -330,11 +338,20 @@ impl Controller {
         key: &str,
         reason: Reason,
     ) -> Option<Result<Success, ReconcileError>> {
+        let swept = self.sweep(key).await;
         let Some(job) = self.job(key, reason, true) else {
-            self.schedule().done(key);
+            let mut s = self.schedule();
+            s.done(key);
+            if swept.is_err() {
+                s.retry_later(key);
+            }
+            drop(s);
             self.wake.notify_one();
             return None;
         };
+        if swept.is_err() {
+            self.schedule().retry_later(key);
+        }
         self.index().begin(key);
         let ports = self.ports();
         let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, &job))
@@ -359,6 +376,25 @@ impl Controller {
             }
         };
         Some(self.finish(key, done))
+    }
+
+    /// Deletes the children of CRs that went under `key` without ork's finalizer, if there are
+    /// any (see [`crate::reconcile::sweep`]).
+    async fn sweep(&self, key: &str) -> Result<(), ReconcileError> {
+        let strays = self.index().take_strays(key);
+        if strays.is_empty() {
+            return Ok(());
+        }
+        let swept = sweep(&self.ctx, self.ports(), key, strays).await;
+        let mut ix = self.index();
+        ix.swept(swept.deleted);
+        for owner in &swept.kept {
+            ix.keep(owner);
+        }
+        for owner in &swept.unfinished {
+            ix.sweep_again(key, owner);
+        }
+        swept.error.map_or(Ok(()), Err)
     }
 
     /// `ork check`: the request of `key`, sent once, and the raw answer with its policy.

@@ -44,6 +44,15 @@ impl Schedule {
         self.counts.remove(key);
     }
 
+    /// Work on `key` outside a reconcile failed (a sweep of a gone CR's children): again after
+    /// the key's backoff.
+    pub fn retry_later(&mut self, key: &str) {
+        let k = key.to_string();
+        let delay = self.backoff.failed(k.clone());
+        self.queue
+            .add_at(k, Reason::Retry, later(Instant::now(), delay));
+    }
+
     /// The reconcile of `key` ended (or never started).
     pub fn done(&mut self, key: &str) {
         self.busy = self.busy.saturating_sub(1);

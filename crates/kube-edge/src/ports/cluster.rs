@@ -5,6 +5,7 @@
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
+use kube::api::Api;
 use kube::core::{DynamicObject, ObjectMeta};
 use kube::discovery::ApiResource;
 use kube::runtime::events::Event;
@@ -14,8 +15,8 @@ use serde_json::{Map, Value};
 
 use super::events::EventRecorder;
 use super::write::{
-    CrAt, WriteError, apply_child, existing, patch_finalizers, patch_metadata, patch_status,
-    prune_child,
+    CrAt, WriteError, apply_child, delete_unchanged, existing, patch_finalizers, patch_metadata,
+    patch_status, prune_child,
 };
 use crate::discovery::ChildType;
 
@@ -39,6 +40,20 @@ impl CrRef {
             name: cr.name_any(),
             uid: cr.uid(),
             resource_version: cr.resource_version(),
+        }
+    }
+
+    /// The CR a queue key names, no more known of it.
+    pub fn at_key(key: &str) -> CrRef {
+        let (namespace, name) = match key.split_once('/') {
+            Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
+            None => (None, key.to_string()),
+        };
+        CrRef {
+            namespace,
+            name,
+            uid: None,
+            resource_version: None,
         }
     }
 
@@ -73,6 +88,18 @@ pub(crate) trait Cluster: Send + Sync {
         namespace: Option<&'a str>,
         name: &'a str,
     ) -> Written<'a>;
+    /// Deletes a child only while it is still the object ork saw (`uid`, `resource_version`
+    /// when known); `Ok(false)` when it changed since.
+    fn delete_unchanged<'a>(
+        &'a self,
+        t: &'a ChildType,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        uid: &'a str,
+        resource_version: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, WriteError>>;
+    /// The UID of the CR at `cr`'s namespace and name, `None` when there is none.
+    fn cr_uid<'a>(&'a self, cr: &'a CrRef) -> BoxFuture<'a, Result<Option<String>, WriteError>>;
     /// Merge-patches the CR's status subresource with `{"status": {...}}`.
     fn patch_status<'a>(&'a self, cr: &'a CrRef, patch: &'a Value) -> Written<'a>;
     /// Merge-patches the CR's `metadata` (labels, annotations) with `metadata`.
@@ -137,6 +164,41 @@ impl Cluster for KubeCluster {
         name: &'a str,
     ) -> Written<'a> {
         Box::pin(prune_child(&self.client, t, namespace, name))
+    }
+
+    fn delete_unchanged<'a>(
+        &'a self,
+        t: &'a ChildType,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        uid: &'a str,
+        resource_version: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, WriteError>> {
+        Box::pin(delete_unchanged(
+            &self.client,
+            t,
+            namespace,
+            name,
+            uid,
+            resource_version,
+        ))
+    }
+
+    fn cr_uid<'a>(&'a self, cr: &'a CrRef) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
+        Box::pin(async move {
+            let api: Api<DynamicObject> = match &cr.namespace {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.cr_resource),
+                None => Api::all_with(self.client.clone(), &self.cr_resource),
+            };
+            api.get_metadata_opt(&cr.name)
+                .await
+                .map(|m| m.and_then(|m| m.metadata.uid))
+                .map_err(|source| WriteError::ReadFailed {
+                    kind: self.cr_resource.kind.clone(),
+                    name: cr.name.clone(),
+                    source,
+                })
+        })
     }
 
     fn patch_status<'a>(&'a self, cr: &'a CrRef, patch: &'a Value) -> Written<'a> {

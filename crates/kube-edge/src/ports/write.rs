@@ -1,7 +1,7 @@
 //! Writes to the API server: server-side apply of children, prune, status, annotation and
 //! finalizer patches, each a typed error the retry policy can read.
 
-use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams, Preconditions};
 use kube::core::{ApiResource, DynamicResourceScope};
 use kube::core::{DynamicObject, ObjectMeta};
 use kube::{Client, Resource};
@@ -235,6 +235,40 @@ pub async fn prune_child(
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(WriteError::PruneFailed {
+            kind: t.managed.kind.clone(),
+            name: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Deletes a child only while it is the object ork last saw (`uid`, and `resource_version` when
+/// known): `Ok(false)` when it changed since (someone, ork included, wrote it: it is judged
+/// again from its new state), `Ok(true)` when it is deleted or was already gone.
+///
+/// # Errors
+/// The API server refused the delete.
+pub async fn delete_unchanged(
+    client: &Client,
+    t: &ChildType,
+    namespace: Option<&str>,
+    name: &str,
+    uid: &str,
+    resource_version: Option<&str>,
+) -> Result<bool, WriteError> {
+    let mut params = DeleteParams::background();
+    params.preconditions = Some(Preconditions {
+        uid: Some(uid.to_string()),
+        resource_version: resource_version.map(str::to_string),
+    });
+    match api_for::<DynamicObject>(client, t, namespace)
+        .delete(name, &params)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
         Err(source) => Err(WriteError::PruneFailed {
             kind: t.managed.kind.clone(),
             name: name.to_string(),

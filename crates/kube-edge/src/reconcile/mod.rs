@@ -10,6 +10,7 @@ mod finalize;
 mod job;
 mod record;
 mod request;
+mod sweep;
 
 use std::time::Instant;
 
@@ -28,6 +29,7 @@ use call::ask;
 pub(crate) use call::probe;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use record::record_failure;
+pub(crate) use sweep::sweep;
 
 /// Runs one reconcile of `job`.
 pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -> Done {

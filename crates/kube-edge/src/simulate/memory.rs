@@ -280,6 +280,45 @@ impl Cluster for MemoryCluster {
         })
     }
 
+    fn delete_unchanged<'a>(
+        &'a self,
+        t: &'a ChildType,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        uid: &'a str,
+        resource_version: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, WriteError>> {
+        Box::pin(async move {
+            let mut m = self.lock();
+            let key = (type_key(t), object_key(namespace, name));
+            let Some(stored) = m.objects.get(&key) else {
+                return Ok(true);
+            };
+            let meta = &stored["metadata"];
+            let unchanged = meta["uid"].as_str() == Some(uid)
+                && resource_version.is_none_or(|rv| meta["resourceVersion"].as_str() == Some(rv));
+            if !unchanged {
+                return Ok(false);
+            }
+            m.objects.remove(&key);
+            m.journal.push(Change::Pruned {
+                kind: t.managed.kind.clone(),
+                object: key.1,
+            });
+            Ok(true)
+        })
+    }
+
+    fn cr_uid<'a>(&'a self, cr: &'a CrRef) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
+        Box::pin(async move {
+            Ok(self
+                .lock()
+                .crs
+                .get(&cr.key())
+                .and_then(|c| c["metadata"]["uid"].as_str().map(str::to_string)))
+        })
+    }
+
     fn patch_status<'a>(&'a self, cr: &'a CrRef, patch: &'a Value) -> Written<'a> {
         Box::pin(async move {
             let mut m = self.lock();
