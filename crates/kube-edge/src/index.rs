@@ -302,17 +302,38 @@ impl Index {
     /// Their sweep is queued under the CR's key, so it runs where that key is reconciled (the
     /// leader, the shard's holder) and after a reconcile of the key in flight.
     fn went(&mut self, key: String, uid: String) -> Option<Effect> {
-        let sweepable = self.by_owner.get(&uid).is_some_and(|children| {
-            children.iter().any(|c| {
-                self.children
-                    .get(c)
-                    .is_some_and(|state| state.sweepable_for(&key))
-            })
-        });
-        if !sweepable || !self.gone.entry(key.clone()).or_default().insert(uid) {
+        if !self.sweepable(&key, &uid) || !self.gone.entry(key.clone()).or_default().insert(uid) {
             return None;
         }
         Some(Effect::Enqueue(key, Reason::Delete))
+    }
+
+    /// Whether the CR `uid` under `key` has children ork would sweep.
+    fn sweepable(&self, key: &str, uid: &str) -> bool {
+        self.by_owner.get(uid).is_some_and(|children| {
+            children.iter().any(|c| {
+                self.children
+                    .get(c)
+                    .is_some_and(|state| state.sweepable_for(key))
+            })
+        })
+    }
+
+    /// The last sweepable child of the CR `owner` under `key` is gone some other way (ork's
+    /// finalize deleted it, someone else did, or the leader swept it while this replica
+    /// stands by): the sweep due is dropped, and with it the key's place in the queue when no
+    /// CR lives under it.
+    fn settle(&mut self, key: Option<&str>, owner: &str) -> Option<Effect> {
+        let key = key?;
+        if self.sweepable(key, owner) {
+            return None;
+        }
+        let owners = self.gone.get_mut(key)?;
+        if !owners.remove(owner) || !owners.is_empty() {
+            return None;
+        }
+        self.gone.remove(key);
+        (!self.crs.contains_key(key)).then(|| Effect::Forget(key.to_string()))
     }
 
     /// Every owner UID with sweepable children and no CR (once the CRs are listed: at start, or
@@ -432,10 +453,12 @@ impl Index {
                     .filter(|c| c.type_index == type_index && in_scope(c) && !listed.contains(*c))
                     .cloned()
                     .collect();
-                out.extend(gone.into_iter().filter_map(|c| self.child_gone(&c)));
+                for c in gone {
+                    out.extend(self.child_gone(&c));
+                }
                 out
             }
-            Seen::Deleted(view) => self.child_gone(&view.child).into_iter().collect(),
+            Seen::Deleted(view) => self.child_gone(&view.child),
             Seen::Object {
                 listing,
                 object: view,
@@ -501,16 +524,20 @@ impl Index {
         self.drift(owner_key, child, None)
     }
 
-    fn child_gone(&mut self, child: &ChildRef) -> Option<Effect> {
-        let state = self.children.remove(child)?;
+    fn child_gone(&mut self, child: &ChildRef) -> Vec<Effect> {
+        let Some(state) = self.children.remove(child) else {
+            return Vec::new();
+        };
         self.expected.remove(child);
-        if let Some(owner) = state.owner_uid.clone() {
-            self.unlink(owner, child);
+        let mut out = Vec::new();
+        if let Some(owner) = &state.owner_uid {
+            self.unlink(owner.clone(), child);
+            out.extend(self.settle(state.owner_key.as_deref(), owner));
         }
-        if self.deleted_by_ork.remove(&state.uid) {
-            return None;
+        if !self.deleted_by_ork.remove(&state.uid) {
+            out.extend(self.drift(state.owner_key, child.clone(), Some(state.uid)));
         }
-        self.drift(state.owner_key, child.clone(), Some(state.uid))
+        out
     }
 
     /// Someone changed or deleted a child: its owner is reconciled, or, while the owner's
@@ -1026,6 +1053,26 @@ mod tests {
             ix.child_event(0, None, Seen::Deleted(far("x", "ns/a")))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_sweep_whose_children_went_some_other_way_is_dropped_with_its_queue_place() {
+        // A standby replica: the leader finalized the CR; here its DELETED event came first.
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        ix.child_event(0, None, seen(far("x", "ns/a")));
+        ix.child_event(0, None, seen(far("y", "ns/a")));
+        ix.cr_event(deleted("ns/a"), &no_gate);
+        assert!(
+            ix.child_event(0, None, Seen::Deleted(far("x", "ns/a")))
+                .is_empty(),
+            "one child is left to sweep"
+        );
+        assert_eq!(
+            ix.child_event(0, None, Seen::Deleted(far("y", "ns/a"))),
+            vec![Effect::Forget("ns/a".into())]
+        );
+        assert!(ix.take_strays("ns/a").is_empty());
     }
 
     #[test]
