@@ -327,6 +327,13 @@ async fn children_of_a_cr_deleted_past_ork_s_finalizer_are_deleted_running_or_at
     t.create(&ns, &running).await?;
     t.delete_past_the_finalizer(&running).await?;
     t.wait_gone(&running).await?;
+    let (_, metrics) = get(ork.http, "/metrics").await?;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("ork_apply_operations_total") && l.contains("result=\"swept\"")),
+        "{metrics}"
+    );
 
     // While ork is stopped: the next ork finds the ConfigMap without its tenant.
     let stopped = format!("s-{}", ns.name);

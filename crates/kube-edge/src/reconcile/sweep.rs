@@ -80,7 +80,7 @@ pub(crate) async fn sweep(
                 .await;
             match result {
                 Ok(true) => {
-                    ports.metrics.applied(&ctx.name, &t.managed.kind, "pruned");
+                    ports.metrics.applied(&ctx.name, &t.managed.kind, "swept");
                     tracing::info!(
                         kind = %t.managed.kind,
                         child = %stray.child.name,
@@ -99,7 +99,7 @@ pub(crate) async fn sweep(
                 Err(e) => {
                     ports
                         .metrics
-                        .applied(&ctx.name, &t.managed.kind, "prune_error");
+                        .applied(&ctx.name, &t.managed.kind, "sweep_error");
                     tracing::warn!(error = %e, "a child of a CR that is gone was not deleted; retrying");
                     if !swept.unfinished.contains(&owner) {
                         swept.unfinished.push(owner.clone());
