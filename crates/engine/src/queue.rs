@@ -14,17 +14,22 @@ pub enum Reason {
     Resync,
     Requeue,
     Retry,
-    Delete,
+    /// Children of a CR that went without ork's finalizer are to be deleted. The weakest
+    /// reason: any other one for the same key takes its place (the sweep runs all the same).
+    Sweep,
 }
 
 impl Reason {
-    /// A change someone made (create, edit, child drift, deletion): served before the periodic
-    /// and retry work, so an edit is not stuck behind a full resync (SPEC §10).
+    /// A change someone made (create, edit, child drift): served before the periodic, retry and
+    /// sweep work, so an edit is not stuck behind a full resync (SPEC §10).
     pub fn is_fresh(self) -> bool {
-        matches!(
-            self,
-            Reason::Create | Reason::Update | Reason::Child | Reason::Delete
-        )
+        matches!(self, Reason::Create | Reason::Update | Reason::Child)
+    }
+
+    /// Whether `self` takes the place of `queued` for a key already waiting.
+    fn overrides(self, queued: Reason) -> bool {
+        (self.is_fresh() && !queued.is_fresh())
+            || (queued == Reason::Sweep && self != Reason::Sweep)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -35,7 +40,7 @@ impl Reason {
             Reason::Resync => "resync",
             Reason::Requeue => "requeue",
             Reason::Retry => "retry",
-            Reason::Delete => "delete",
+            Reason::Sweep => "sweep",
         }
     }
 }
@@ -78,7 +83,7 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         self.cancel_delay(&key);
         if self.in_flight.contains(&key) {
             let slot = self.dirty.entry(key).or_insert(reason);
-            if reason.is_fresh() && !slot.is_fresh() {
+            if reason.overrides(*slot) {
                 *slot = reason;
             }
             return;
@@ -89,6 +94,8 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
                 *queued = reason;
                 self.fresh.push_back(key);
             }
+            // A sweep only: the other reason is the one the reconcile reports.
+            Some(queued) if reason.overrides(*queued) => *queued = reason,
             Some(_) => {}
             None => {
                 self.queued.insert(key.clone(), reason);
@@ -283,6 +290,35 @@ mod tests {
         assert_eq!(q.pop(), Some(("r1", Reason::Resync)));
         assert_eq!(q.pop(), None);
         assert_eq!(q.depth(), 0);
+    }
+
+    #[test]
+    fn any_other_reason_takes_the_place_of_a_sweep() {
+        let mut q = WorkQueue::default();
+        q.add("a", Reason::Sweep);
+        q.add("a", Reason::Resync);
+        q.add("b", Reason::Sweep);
+        q.add("b", Reason::Create);
+        q.add("c", Reason::Resync);
+        q.add("c", Reason::Sweep);
+        let mut got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        got.sort_by_key(|(k, _)| *k);
+        assert_eq!(
+            got,
+            vec![
+                ("a", Reason::Resync),
+                ("b", Reason::Create),
+                ("c", Reason::Resync)
+            ]
+        );
+        q.add("a", Reason::Sweep);
+        q.add("a", Reason::Update);
+        q.done(&"a");
+        assert_eq!(
+            q.pop(),
+            Some(("a", Reason::Update)),
+            "queued again when done"
+        );
     }
 
     #[test]

@@ -290,9 +290,19 @@ impl Index {
         let mut out = vec![Effect::Forget(key.clone())];
         if let Some(state) = state {
             self.live.remove(&state.uid);
-            out.extend(self.went(key, state.uid));
+            self.went(key.clone(), state.uid);
+        }
+        // The forget drops the key's queue place: a sweep still due under it (this CR's, or an
+        // earlier one's under the same name) is queued again.
+        if self.gone.contains_key(&key) {
+            out.push(Effect::Enqueue(key, Reason::Sweep));
         }
         out
+    }
+
+    /// The keys with a sweep due (queued with every resync, and when a shard is taken over).
+    pub fn due_sweeps(&self) -> Vec<String> {
+        self.gone.keys().cloned().collect()
     }
 
     /// The CR `uid` under `key` is gone. Children ork applied for it that no owner reference
@@ -302,10 +312,13 @@ impl Index {
     /// Their sweep is queued under the CR's key, so it runs where that key is reconciled (the
     /// leader, the shard's holder) and after a reconcile of the key in flight.
     fn went(&mut self, key: String, uid: String) -> Option<Effect> {
-        if !self.sweepable(&key, &uid) || !self.gone.entry(key.clone()).or_default().insert(uid) {
+        if !self.sweepable(&key, &uid) {
             return None;
         }
-        Some(Effect::Enqueue(key, Reason::Delete))
+        self.gone.entry(key.clone()).or_default().insert(uid);
+        // Queued every time, not only the first: the queue merges repeats, and a replica that
+        // dropped the key (a shard it did not hold then) must get it again.
+        Some(Effect::Enqueue(key, Reason::Sweep))
     }
 
     /// Whether the CR `uid` under `key` has children ork would sweep.
@@ -444,6 +457,10 @@ impl Index {
                 let Some(listed) = self.listing_children.remove(&id) else {
                     return out;
                 };
+                // Children listed before the CRs were: their owners are known now.
+                for c in &listed {
+                    out.extend(self.stray_seen(c));
+                }
                 // Children deleted while the watch was down: their owners must look again.
                 let in_scope =
                     |c: &ChildRef| scope.is_none_or(|ns| c.namespace.as_deref() == Some(ns));
@@ -480,7 +497,7 @@ impl Index {
         }
     }
 
-    fn child_changed(&mut self, view: ChildView) -> Option<Effect> {
+    fn child_changed(&mut self, view: ChildView) -> Vec<Effect> {
         let ChildView {
             child,
             uid,
@@ -499,10 +516,14 @@ impl Index {
                 fingerprint,
             },
         );
-        if let Some(prev_owner) = previous.as_ref().and_then(|p| p.owner_uid.as_ref())
+        // Taken over by another CR: a sweep due for the old owner may have nothing left.
+        let mut out: Vec<Effect> = Vec::new();
+        if let Some(prev) = &previous
+            && let Some(prev_owner) = &prev.owner_uid
             && Some(prev_owner) != owner_uid.as_ref()
         {
             self.unlink(prev_owner.clone(), &child);
+            out.extend(self.settle(prev.owner_key.as_deref(), prev_owner));
         }
         if let Some(owner) = &owner_uid {
             let children = self.by_owner.entry(owner.clone()).or_default();
@@ -510,18 +531,16 @@ impl Index {
                 children.insert(at, child.clone());
             }
         }
-        if let Some(sweep) = self.stray_seen(&child) {
-            return Some(sweep);
+        out.extend(self.stray_seen(&child));
+        // A child that appears is ork's own apply, or an object someone labelled; only a change
+        // or a deletion of a known child is drift.
+        if let Some(prev) = previous
+            && prev.fingerprint != fingerprint
+            && self.expected.get(&child) != Some(&fingerprint)
+        {
+            out.extend(self.drift(owner_key, child, None));
         }
-        let Some(prev) = previous else {
-            // A child that appears is ork's own apply, or an object someone labelled; only a
-            // change or a deletion of a known child is drift.
-            return None;
-        };
-        if prev.fingerprint == fingerprint || self.expected.get(&child) == Some(&fingerprint) {
-            return None;
-        }
-        self.drift(owner_key, child, None)
+        out
     }
 
     fn child_gone(&mut self, child: &ChildRef) -> Vec<Effect> {
@@ -1034,7 +1053,7 @@ mod tests {
             ix.cr_event(deleted("ns/a"), &no_gate),
             vec![
                 Effect::Forget("ns/a".into()),
-                Effect::Enqueue("ns/a".into(), Reason::Delete)
+                Effect::Enqueue("ns/a".into(), Reason::Sweep)
             ]
         );
         let strays = ix.take_strays("ns/a");
@@ -1076,6 +1095,69 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_due_under_a_name_survives_the_forget_of_a_later_cr_of_that_name() {
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a"]);
+        ix.child_event(0, None, seen(far("x", "ns/a")));
+        ix.cr_event(deleted("ns/a"), &no_gate);
+        // A new CR under the same name comes and goes before the sweep ran.
+        let Seen::Object { mut object, .. } = cr("ns/a", 1) else {
+            unreachable!()
+        };
+        object.uid = "uid-2".into();
+        ix.cr_event(
+            Seen::Object {
+                listing: false,
+                object: object.clone(),
+            },
+            &no_gate,
+        );
+        assert_eq!(
+            ix.cr_event(Seen::Deleted(object), &no_gate),
+            vec![
+                Effect::Forget("ns/a".into()),
+                Effect::Enqueue("ns/a".into(), Reason::Sweep)
+            ]
+        );
+        assert_eq!(ix.take_strays("ns/a")[0].owner_uid, "uid-ns/a");
+        assert!(ix.due_sweeps().is_empty());
+    }
+
+    #[test]
+    fn children_listed_before_the_crs_are_judged_when_their_list_ends() {
+        let mut ix = Index::new(vec![], None);
+        ix.child_event(0, None, Seen::Init);
+        ix.child_event(
+            0,
+            None,
+            Seen::Object {
+                listing: true,
+                object: far("x", "ns/gone"),
+            },
+        );
+        listed(&mut ix, &[]);
+        assert_eq!(
+            ix.child_event(0, None, Seen::InitDone),
+            enqueue("ns/gone", Reason::Sweep)
+        );
+    }
+
+    #[test]
+    fn a_child_taken_over_by_another_cr_is_not_swept_for_its_old_one() {
+        let mut ix = Index::new(vec![], None);
+        listed(&mut ix, &["ns/a", "ns/b"]);
+        ix.child_event(0, None, seen(far("x", "ns/a")));
+        ix.cr_event(deleted("ns/a"), &no_gate);
+        // `adopt: true` on b's entry: b's apply moved the owner label before the sweep ran.
+        assert_eq!(
+            ix.child_event(0, None, seen(far("x", "ns/b"))),
+            vec![Effect::Forget("ns/a".into())]
+        );
+        assert!(ix.take_strays("ns/a").is_empty());
+        assert!(ix.due_sweeps().is_empty());
+    }
+
+    #[test]
     fn children_the_garbage_collector_takes_or_another_entry_owns_are_not_swept() {
         let mut ix = Index::new(vec![], None);
         listed(&mut ix, &["ns/a"]);
@@ -1101,7 +1183,7 @@ mod tests {
         );
         assert_eq!(
             ix.child_event(0, None, seen(far("x", "ns/a"))),
-            enqueue("ns/a", Reason::Delete)
+            enqueue("ns/a", Reason::Sweep)
         );
         assert_eq!(ix.take_strays("ns/a").len(), 1);
     }
@@ -1119,7 +1201,7 @@ mod tests {
             listed(&mut ix, &["ns/a"]),
             vec![
                 Effect::Enqueue("ns/a".into(), Reason::Create),
-                Effect::Enqueue("ns/gone".into(), Reason::Delete)
+                Effect::Enqueue("ns/gone".into(), Reason::Sweep)
             ]
         );
         assert_eq!(ix.take_strays("ns/gone").len(), 1);
@@ -1148,8 +1230,10 @@ mod tests {
         assert_eq!(
             ix.cr_event(Seen::InitDone, &no_gate),
             vec![
-                Effect::Enqueue("ns/a".into(), Reason::Delete),
-                Effect::Enqueue("ns/a".into(), Reason::Create)
+                Effect::Enqueue("ns/a".into(), Reason::Sweep),
+                Effect::Enqueue("ns/a".into(), Reason::Create),
+                // Once more from the list's look for orphans: the queue merges them.
+                Effect::Enqueue("ns/a".into(), Reason::Sweep)
             ],
             "the same spec, yet a new CR"
         );
@@ -1181,7 +1265,7 @@ mod tests {
         assert!(ix.child_event(0, None, seen(edited)).is_empty());
         assert_eq!(
             listed(&mut ix, &[]),
-            enqueue("ns/a", Reason::Delete),
+            enqueue("ns/a", Reason::Sweep),
             "looked at again after a list of the CRs"
         );
     }

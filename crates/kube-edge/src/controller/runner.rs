@@ -213,10 +213,16 @@ impl Controller {
 
     /// Queues every known CR (periodic resync, gaining leadership).
     pub fn enqueue_all(&self, reason: Reason) {
-        let keys = self.index().keys();
+        let (keys, sweeps) = {
+            let ix = self.index();
+            (ix.keys(), ix.due_sweeps())
+        };
         let mut s = self.schedule();
         for k in keys {
             s.queue.add(k, reason);
+        }
+        for k in sweeps {
+            s.queue.add(k, Reason::Sweep);
         }
         drop(s);
         self.wake.notify_one();
@@ -339,19 +345,20 @@ impl Controller {
         reason: Reason,
     ) -> Option<Result<Success, ReconcileError>> {
         let swept = self.sweep(key).await;
-        let Some(job) = self.job(key, reason, true) else {
+        let job = self.job(key, reason, true);
+        {
             let mut s = self.schedule();
-            s.done(key);
-            if swept.is_err() {
-                s.retry_later(key);
+            s.swept(key, swept.is_ok());
+            // Only a sweep was asked (any other reason takes its place in the queue): a CR
+            // living under the key has nothing new to be reconciled for.
+            if job.is_none() || reason == Reason::Sweep {
+                s.done(key);
+                drop(s);
+                self.wake.notify_one();
+                return None;
             }
-            drop(s);
-            self.wake.notify_one();
-            return None;
-        };
-        if swept.is_err() {
-            self.schedule().retry_later(key);
         }
+        let job = job?;
         self.index().begin(key);
         let ports = self.ports();
         let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, &job))
@@ -458,15 +465,16 @@ impl EntryHandle for Controller {
     }
 
     fn enqueue_shard(&self, total: u32, shard: u32) {
-        let keys: Vec<String> = self
-            .index()
-            .keys()
-            .into_iter()
-            .filter(|k| shard_of(k, total) == shard)
-            .collect();
+        let (keys, sweeps) = {
+            let ix = self.index();
+            (ix.keys(), ix.due_sweeps())
+        };
         let mut s = self.schedule();
-        for k in keys {
+        for k in keys.into_iter().filter(|k| shard_of(k, total) == shard) {
             s.queue.add(k, Reason::Resync);
+        }
+        for k in sweeps.into_iter().filter(|k| shard_of(k, total) == shard) {
+            s.queue.add(k, Reason::Sweep);
         }
         drop(s);
         self.wake.notify_one();

@@ -16,6 +16,8 @@ use crate::reconcile::Success;
 pub(crate) struct Schedule {
     pub queue: WorkQueue<String>,
     pub backoff: Backoff<String>,
+    /// The backoff of failed sweeps, per key.
+    sweeps: Backoff<String>,
     /// Reconciles in flight.
     pub busy: usize,
     /// Reconciles per key so far (the metrics annotation).
@@ -27,6 +29,7 @@ impl Schedule {
         Schedule {
             queue: WorkQueue::default(),
             backoff: Backoff::from_queue(queue),
+            sweeps: Backoff::from_queue(queue),
             busy: 0,
             counts: HashMap::new(),
         }
@@ -44,13 +47,18 @@ impl Schedule {
         self.counts.remove(key);
     }
 
-    /// Work on `key` outside a reconcile failed (a sweep of a gone CR's children): again after
-    /// the key's backoff.
-    pub fn retry_later(&mut self, key: &str) {
+    /// How the sweep of `key` (the children of CRs gone under it) ended, when there was one:
+    /// a failed one is tried again after its own backoff, apart from the reconciles' of a CR
+    /// that may live under the key.
+    pub fn swept(&mut self, key: &str, ok: bool) {
         let k = key.to_string();
-        let delay = self.backoff.failed(k.clone());
-        self.queue
-            .add_at(k, Reason::Retry, later(Instant::now(), delay));
+        if ok {
+            self.sweeps.reset(&k);
+        } else {
+            let delay = self.sweeps.failed(k.clone());
+            self.queue
+                .add_at(k, Reason::Sweep, later(Instant::now(), delay));
+        }
     }
 
     /// The reconcile of `key` ended (or never started).

@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use super::events::EventRecorder;
 use super::write::{
-    CrAt, WriteError, apply_child, delete_unchanged, existing, patch_finalizers, patch_metadata,
-    patch_status, prune_child,
+    CrAt, Deletion, WriteError, apply_child, delete_unchanged, existing, patch_finalizers,
+    patch_metadata, patch_status, prune_child,
 };
 use crate::discovery::ChildType;
 
@@ -89,7 +89,7 @@ pub(crate) trait Cluster: Send + Sync {
         name: &'a str,
     ) -> Written<'a>;
     /// Deletes a child only while it is still the object ork saw (`uid`, `resource_version`
-    /// when known); `Ok(false)` when it changed since.
+    /// when known).
     fn delete_unchanged<'a>(
         &'a self,
         t: &'a ChildType,
@@ -97,7 +97,7 @@ pub(crate) trait Cluster: Send + Sync {
         name: &'a str,
         uid: &'a str,
         resource_version: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<bool, WriteError>>;
+    ) -> BoxFuture<'a, Result<Deletion, WriteError>>;
     /// The UID of the CR at `cr`'s namespace and name, `None` when there is none.
     fn cr_uid<'a>(&'a self, cr: &'a CrRef) -> BoxFuture<'a, Result<Option<String>, WriteError>>;
     /// Merge-patches the CR's status subresource with `{"status": {...}}`.
@@ -173,7 +173,7 @@ impl Cluster for KubeCluster {
         name: &'a str,
         uid: &'a str,
         resource_version: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<bool, WriteError>> {
+    ) -> BoxFuture<'a, Result<Deletion, WriteError>> {
         Box::pin(delete_unchanged(
             &self.client,
             t,

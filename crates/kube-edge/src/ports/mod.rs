@@ -11,4 +11,4 @@ pub(crate) mod write;
 pub(crate) use cluster::{Cluster, CrRef, KubeCluster, Written};
 pub(crate) use tap::Tap;
 pub(crate) use transport::{CallFailed, NoTransport, Timed, Transport, for_remote};
-pub use write::{Owner, WriteError};
+pub use write::{Deletion, Owner, WriteError};

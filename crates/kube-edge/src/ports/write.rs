@@ -243,9 +243,19 @@ pub async fn prune_child(
     }
 }
 
+/// How a delete guarded by what ork last saw of the object ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// There was nothing to delete.
+    AlreadyGone,
+    /// The object changed since ork saw it (someone, ork included, wrote it): kept, and judged
+    /// again from its new state.
+    Changed,
+}
+
 /// Deletes a child only while it is the object ork last saw (`uid`, and `resource_version` when
-/// known): `Ok(false)` when it changed since (someone, ork included, wrote it: it is judged
-/// again from its new state), `Ok(true)` when it is deleted or was already gone.
+/// known).
 ///
 /// # Errors
 /// The API server refused the delete.
@@ -256,7 +266,7 @@ pub async fn delete_unchanged(
     name: &str,
     uid: &str,
     resource_version: Option<&str>,
-) -> Result<bool, WriteError> {
+) -> Result<Deletion, WriteError> {
     let mut params = DeleteParams::background();
     params.preconditions = Some(Preconditions {
         uid: Some(uid.to_string()),
@@ -266,9 +276,9 @@ pub async fn delete_unchanged(
         .delete(name, &params)
         .await
     {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Ok(_) => Ok(Deletion::Deleted),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Deletion::AlreadyGone),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Deletion::Changed),
         Err(source) => Err(WriteError::PruneFailed {
             kind: t.managed.kind.clone(),
             name: name.to_string(),

@@ -15,7 +15,8 @@ use super::job::Ports;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, Stray};
-use crate::ports::CrRef;
+use crate::labels::OWNER_UID;
+use crate::ports::{CrRef, Deletion};
 
 /// What a sweep did.
 #[derive(Debug, Default)]
@@ -32,7 +33,9 @@ pub(crate) struct Swept {
 
 /// Deletes the `strays` under `key` whose CR is really gone (asked of the API server, not the
 /// watch: a CR that left the entry's selection is not deleted) and that nobody changed since the
-/// watch saw them (a child applied again meanwhile, for a new CR of the same name, stays).
+/// watch saw them (UID and resourceVersion preconditions: a child applied again meanwhile, for a
+/// new CR of the same name or one that adopts it, stays and is judged again from its new state).
+/// A child the watch's cache does not hold (yet) is left to the event that brings it.
 pub(crate) async fn sweep(
     ctx: &EntryContext,
     ports: Ports<'_>,
@@ -66,8 +69,14 @@ pub(crate) async fn sweep(
         }
         for stray in strays {
             let t = &ctx.children[stray.child.type_index];
-            let seen = ports.live.get(&stray.child);
-            let version = seen.as_ref().and_then(|o| o.resource_version());
+            // What the watch holds now, not what the index judged a moment ago: a child another
+            // CR took over meanwhile (its owner label moved) is not this sweep's.
+            let Some(seen) = ports.live.get(&stray.child).filter(|o| {
+                o.uid().as_deref() == Some(stray.uid.as_str())
+                    && o.labels().get(OWNER_UID) == Some(&stray.owner_uid)
+            }) else {
+                continue;
+            };
             let result = ports
                 .cluster
                 .delete_unchanged(
@@ -75,11 +84,11 @@ pub(crate) async fn sweep(
                     stray.child.namespace.as_deref(),
                     &stray.child.name,
                     &stray.uid,
-                    version.as_deref(),
+                    seen.resource_version().as_deref(),
                 )
                 .await;
             match result {
-                Ok(true) => {
+                Ok(Deletion::Deleted) => {
                     ports.metrics.applied(&ctx.name, &t.managed.kind, "swept");
                     tracing::info!(
                         kind = %t.managed.kind,
@@ -89,7 +98,8 @@ pub(crate) async fn sweep(
                     );
                     swept.deleted.push((stray.child, stray.uid));
                 }
-                Ok(false) => {
+                Ok(Deletion::AlreadyGone) => swept.deleted.push((stray.child, stray.uid)),
+                Ok(Deletion::Changed) => {
                     tracing::info!(
                         kind = %t.managed.kind,
                         child = %stray.child.name,

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::discovery::ChildType;
-use crate::ports::{Cluster, CrRef, WriteError, Written};
+use crate::ports::{Cluster, CrRef, Deletion, WriteError, Written};
 
 /// One thing that happened in the cluster during a cycle.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -287,25 +287,25 @@ impl Cluster for MemoryCluster {
         name: &'a str,
         uid: &'a str,
         resource_version: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<bool, WriteError>> {
+    ) -> BoxFuture<'a, Result<Deletion, WriteError>> {
         Box::pin(async move {
             let mut m = self.lock();
             let key = (type_key(t), object_key(namespace, name));
             let Some(stored) = m.objects.get(&key) else {
-                return Ok(true);
+                return Ok(Deletion::AlreadyGone);
             };
             let meta = &stored["metadata"];
             let unchanged = meta["uid"].as_str() == Some(uid)
                 && resource_version.is_none_or(|rv| meta["resourceVersion"].as_str() == Some(rv));
             if !unchanged {
-                return Ok(false);
+                return Ok(Deletion::Changed);
             }
             m.objects.remove(&key);
             m.journal.push(Change::Pruned {
                 kind: t.managed.kind.clone(),
                 object: key.1,
             });
-            Ok(true)
+            Ok(Deletion::Deleted)
         })
     }
 
