@@ -348,7 +348,9 @@ impl Controller {
         let job = self.job(key, reason, true);
         {
             let mut s = self.schedule();
-            s.swept(key, swept.is_ok());
+            if let Some(swept) = &swept {
+                s.swept(key, swept.is_ok());
+            }
             // Only a sweep was asked (any other reason takes its place in the queue): a CR
             // living under the key has nothing new to be reconciled for.
             if job.is_none() || reason == Reason::Sweep {
@@ -386,11 +388,11 @@ impl Controller {
     }
 
     /// Deletes the children of CRs that went under `key` without ork's finalizer, if there are
-    /// any (see [`crate::reconcile::sweep`]).
-    async fn sweep(&self, key: &str) -> Result<(), ReconcileError> {
+    /// any (see [`crate::reconcile::sweep`]); how it ended, `None` when there was nothing to do.
+    async fn sweep(&self, key: &str) -> Option<Result<(), ReconcileError>> {
         let strays = self.index().take_strays(key);
         if strays.is_empty() {
-            return Ok(());
+            return None;
         }
         let swept = sweep(&self.ctx, self.ports(), key, strays).await;
         let mut ix = self.index();
@@ -401,7 +403,7 @@ impl Controller {
         for owner in &swept.unfinished {
             ix.sweep_again(key, owner);
         }
-        swept.error.map_or(Ok(()), Err)
+        Some(swept.error.map_or(Ok(()), Err))
     }
 
     /// `ork check`: the request of `key`, sent once, and the raw answer with its policy.
