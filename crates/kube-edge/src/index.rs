@@ -261,6 +261,7 @@ impl Index {
             Reason::Update
         };
         let before = previous.and_then(|p| p.previous.clone());
+        self.kept.remove(&view.uid);
         self.live.insert(view.uid.clone());
         self.crs.insert(
             view.key.clone(),
