@@ -320,10 +320,11 @@ async fn a_cluster_scoped_cr_s_namespaced_children_are_deleted_with_it() -> Resu
         "{finalizers:?}"
     );
 
+    let before = swept(&ork).await?;
     t.tenants.delete(&name, &DeleteParams::default()).await?;
     t.wait_gone(&name).await?;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(swept(&ork).await?, 0, "the finalizer did the work");
+    assert_eq!(swept(&ork).await?, before, "the finalizer did the work");
     Ok(())
 }
 
@@ -336,9 +337,10 @@ async fn children_of_a_cr_deleted_past_ork_s_finalizer_are_deleted_running_or_at
     // While ork runs: the tenant goes at once, without ork's finalize.
     let running = format!("r-{}", ns.name);
     t.create(&ns, &running).await?;
+    let before = swept(&ork).await?;
     t.delete_past_the_finalizer(&running).await?;
     t.wait_gone(&running).await?;
-    assert_eq!(swept(&ork).await?, 1);
+    assert!(swept(&ork).await? > before, "counted in /metrics");
 
     // While ork is stopped: the next ork finds the ConfigMap without its tenant.
     let stopped = format!("s-{}", ns.name);
@@ -347,6 +349,26 @@ async fn children_of_a_cr_deleted_past_ork_s_finalizer_are_deleted_running_or_at
     t.delete_past_the_finalizer(&stopped).await?;
     let _ork = t.spawn("ork-again.log")?;
     t.wait_gone(&stopped).await?;
+
+    // Deleted past the finalizer and created again at once under the same name: the new
+    // tenant ends up with its own ConfigMap.
+    let again = format!("a-{}", ns.name);
+    t.create(&ns, &again).await?;
+    t.delete_past_the_finalizer(&again).await?;
+    t.create(&ns, &again).await?;
+    let uid = t
+        .tenants
+        .get(&again)
+        .await?
+        .metadata
+        .uid
+        .unwrap_or_default();
+    let quota = format!("{again}-quota");
+    wait_for("the ConfigMap owned by the new tenant", WAIT, || async {
+        let cm = t.maps.get_opt(&quota).await.ok().flatten()?;
+        (cm.metadata.labels?.get("orkestra.orkspace.io/owner-uid") == Some(&uid)).then_some(())
+    })
+    .await?;
 
     // A tenant that only left ork's selection still exists: its ConfigMap stays.
     let relabelled = format!("l-{}", ns.name);
@@ -370,6 +392,10 @@ async fn children_of_a_cr_deleted_past_ork_s_finalizer_are_deleted_running_or_at
     t.tenants
         .delete(&relabelled, &DeleteParams::default())
         .await?;
+    t.maps.delete(&quota, &DeleteParams::default()).await?;
+    // Tenants are cluster-scoped: none may outlive the test.
+    t.tenants.delete(&again, &DeleteParams::default()).await?;
+    t.wait_gone(&again).await?;
     Ok(())
 }
 

@@ -71,9 +71,10 @@ pub(crate) struct ChildView {
     pub owner_uid: Option<String>,
     /// Queue key of the owner, when the owner annotation names this entry.
     pub owner_key: Option<String>,
-    /// Whether an owner reference to that CR makes the garbage collector delete the child with
-    /// its owner (same-namespace children).
-    pub collected: bool,
+    /// Whether ork deletes it when that CR goes without ork's finalizer: no owner reference
+    /// hands it to the garbage collector (another namespace, cluster-scoped), and it names a CR
+    /// of this entry's type (`OWNER_KIND`).
+    pub sweepable: bool,
     /// Hash of the child without status and server bookkeeping.
     pub fingerprint: u64,
 }
@@ -110,14 +111,14 @@ struct ChildState {
     uid: String,
     owner_uid: Option<String>,
     owner_key: Option<String>,
-    collected: bool,
+    sweepable: bool,
     fingerprint: u64,
 }
 
 impl ChildState {
     /// Whether ork deletes this child when its owner, the CR under `key`, is gone.
     fn sweepable_for(&self, key: &str) -> bool {
-        !self.collected && self.owner_key.as_deref() == Some(key)
+        self.sweepable && self.owner_key.as_deref() == Some(key)
     }
 }
 
@@ -361,7 +362,7 @@ impl Index {
                 children
                     .iter()
                     .filter_map(|c| self.children.get(c))
-                    .filter(|state| !state.collected)
+                    .filter(|state| state.sweepable)
                     .filter_map(|state| Some((state.owner_key.clone()?, uid.clone())))
             })
             .collect();
@@ -381,7 +382,7 @@ impl Index {
         }
         let state = self.children.get(child)?;
         let owner = state.owner_uid.as_ref()?;
-        if state.collected || self.live.contains(owner) || self.kept.contains(owner) {
+        if !state.sweepable || self.live.contains(owner) || self.kept.contains(owner) {
             return None;
         }
         let (key, owner) = (state.owner_key.clone()?, owner.clone());
@@ -504,7 +505,7 @@ impl Index {
             uid,
             owner_uid,
             owner_key,
-            collected,
+            sweepable,
             fingerprint,
         } = view;
         let previous = self.children.insert(
@@ -513,7 +514,7 @@ impl Index {
                 uid,
                 owner_uid: owner_uid.clone(),
                 owner_key: owner_key.clone(),
-                collected,
+                sweepable,
                 fingerprint,
             },
         );
@@ -792,7 +793,7 @@ mod tests {
             uid: format!("uid-{name}"),
             owner_uid: Some(format!("uid-{owner}")),
             owner_key: Some(owner.into()),
-            collected: true,
+            sweepable: false,
             fingerprint,
         }
     }
@@ -1016,7 +1017,7 @@ mod tests {
     fn far(name: &str, owner: &str) -> ChildView {
         let mut view = child(name, owner, 1);
         view.child.namespace = Some("elsewhere".into());
-        view.collected = false;
+        view.sweepable = true;
         view
     }
 

@@ -3,6 +3,10 @@
 pub const MANAGED: &str = "orkestra.orkspace.io/managed";
 pub const OWNER_UID: &str = "orkestra.orkspace.io/owner-uid";
 pub const OWNER: &str = "orkestra.orkspace.io/owner";
+/// On a child no owner reference covers (another namespace, cluster-scoped): the owner's kind
+/// and group (`Kind.group`), so that ork sweeps such a child only for a CR of its own type: an
+/// entry of the same name in another ork, for another CRD, names its CRs alike.
+pub const OWNER_KIND: &str = "orkestra.orkspace.io/owner-kind";
 pub const HEALTH: &str = "orkestra.orkspace.io/health";
 pub const METRICS: &str = "orkestra.orkspace.io/metrics";
 /// On a child: fingerprint of the object ork last applied, so an unchanged answer costs no write

@@ -22,7 +22,7 @@ use crate::error::ReconcileError;
 use crate::index::{
     ChildRef, ChildView, CrView, Effect, Index, Seen, child_fingerprint, cr_fingerprint,
 };
-use crate::labels::{OWNER, OWNER_UID};
+use crate::labels::{OWNER, OWNER_KIND, OWNER_UID};
 use crate::ports::{Cluster, Transport};
 use crate::process::Process;
 use crate::reconcile::{
@@ -179,10 +179,11 @@ impl Controller {
                     name: o.name_any(),
                 },
                 uid: o.uid().unwrap_or_default(),
-                collected: o
-                    .owner_references()
-                    .iter()
-                    .any(|r| Some(&r.uid) == owner_uid.as_ref()),
+                sweepable: names_kind(o.annotations().get(OWNER_KIND), &self.ctx.cr_resource)
+                    && !o
+                        .owner_references()
+                        .iter()
+                        .any(|r| Some(&r.uid) == owner_uid.as_ref()),
                 owner_uid,
                 owner_key: o
                     .annotations()
@@ -541,6 +542,18 @@ fn reduce<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject
 
 /// The owner key from a child's owner annotation `<entry>/<namespace>/<name>`, if it names
 /// this entry.
+/// Whether an owner kind annotation (`Kind.group`) names the CRs of `cr`'s type.
+fn names_kind(annotation: Option<&String>, cr: &kube::discovery::ApiResource) -> bool {
+    let Some(rest) = annotation.and_then(|a| a.strip_prefix(cr.kind.as_str())) else {
+        return false;
+    };
+    if cr.group.is_empty() {
+        rest.is_empty()
+    } else {
+        rest.strip_prefix('.') == Some(cr.group.as_str())
+    }
+}
+
 fn owner_key(entry: &str, annotation: &str) -> Option<String> {
     let mut parts = annotation.splitn(3, '/');
     let (e, ns, name) = (parts.next()?, parts.next()?, parts.next()?);
@@ -557,6 +570,32 @@ fn owner_key(entry: &str, annotation: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_owner_kind_names_the_crs_of_one_type_only() {
+        let cr = kube::discovery::ApiResource {
+            group: "demo.ork.dev".into(),
+            version: "v1".into(),
+            api_version: "demo.ork.dev/v1".into(),
+            kind: "Tenant".into(),
+            plural: "tenants".into(),
+        };
+        let named = |a: &str| names_kind(Some(&a.to_string()), &cr);
+        assert!(named("Tenant.demo.ork.dev"));
+        assert!(!named("Tenant.other.dev"));
+        assert!(!named("Tenants.demo.ork.dev"));
+        assert!(!named("Tenant"));
+        assert!(
+            !names_kind(None, &cr),
+            "applied by an ork before the mark: not swept"
+        );
+        let core = kube::discovery::ApiResource {
+            group: String::new(),
+            api_version: "v1".into(),
+            ..cr
+        };
+        assert!(names_kind(Some(&"Tenant".to_string()), &core));
+    }
     use crate::cache::CacheWriter;
     use crate::discovery::ChildType;
     use crate::ports::CallFailed;

@@ -9,7 +9,7 @@ use ork_protocol::{DesiredChild, OwnerRef};
 use serde_json::{Map, Value, json};
 
 use crate::discovery::ChildType;
-use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_UID};
+use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_KIND, OWNER_UID};
 use crate::wire::Lean;
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +91,12 @@ pub struct Owner {
 }
 
 impl Owner {
+    /// The owner kind annotation value: `Kind.group` (`Kind` for the core group), see
+    /// [`OWNER_KIND`].
+    pub fn kind(&self) -> String {
+        group_kind(&self.reference.kind, &self.reference.api_version)
+    }
+
     /// The owner annotation value: `<entry>/<namespace>/<name>` (namespace empty when cluster-scoped).
     pub fn annotation(&self) -> String {
         format!(
@@ -99,6 +105,14 @@ impl Owner {
             self.reference.namespace.as_deref().unwrap_or(""),
             self.reference.name
         )
+    }
+}
+
+/// `Kind.group` of a type by its kind and apiVersion (`Kind` for the core group).
+pub(crate) fn group_kind(kind: &str, api_version: &str) -> String {
+    match api_version.split_once('/') {
+        Some((group, _)) => format!("{kind}.{group}"),
+        None => kind.to_string(),
     }
 }
 
@@ -146,7 +160,9 @@ pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
             put(meta, "labels", MANAGED, json!("true"));
             put(meta, "labels", OWNER_UID, json!(owner.uid));
             put(meta, "annotations", OWNER, json!(owner.annotation()));
-            if child.same_namespace_as(&owner.reference) {
+            if !child.same_namespace_as(&owner.reference) {
+                put(meta, "annotations", OWNER_KIND, json!(owner.kind()));
+            } else {
                 meta.insert(
                     "ownerReferences".into(),
                     json!([{
@@ -423,5 +439,17 @@ mod tests {
         );
         assert_eq!(stamped(&with, &owner()), a, "stable");
         assert_eq!(a["metadata"]["ownerReferences"][0]["uid"], "u1");
+        assert!(a["metadata"]["annotations"].get(OWNER_KIND).is_none());
+    }
+
+    #[test]
+    fn a_child_elsewhere_names_its_owner_s_kind_and_no_owner_reference() {
+        let mut far = child(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a"}, "data": {"a": "1"}}));
+        far.namespace = Some("other".into());
+        let out = stamped(&far, &owner());
+        assert_eq!(out["metadata"]["annotations"][OWNER_KIND], "WebApp.demo");
+        assert!(out["metadata"].get("ownerReferences").is_none());
+        assert_eq!(group_kind("Namespace", "v1"), "Namespace");
     }
 }
