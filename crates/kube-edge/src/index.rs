@@ -390,7 +390,7 @@ impl Index {
     }
 
     /// The sweep due under `key`: the children of CRs that went under that key, still
-    /// sweepable (not collected, not deleted by ork, the CR not back).
+    /// sweepable (see [`ChildView::sweepable`]), not deleted by ork, their CR not back.
     pub fn take_strays(&mut self, key: &str) -> Vec<Stray> {
         let Some(owners) = self.gone.remove(key) else {
             return Vec::new();
