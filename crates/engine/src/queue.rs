@@ -109,14 +109,29 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
     }
 
     /// Queues `key` at `at`, unless an earlier delayed add exists or it is already waiting.
-    pub fn add_at(&mut self, key: K, reason: Reason, at: Instant) {
-        if self.queued.contains_key(&key) || self.dirty.contains_key(&key) {
+    ///
+    /// A sweep never hides another reason (see [`Reason::Sweep`]): a key waiting for a sweep only
+    /// is queued for the other reason at once; a delayed add keeps the earlier time and the
+    /// stronger reason of the two.
+    pub fn add_at(&mut self, key: K, mut reason: Reason, at: Instant) {
+        if let Some(waiting) = self.queued.get(&key).or_else(|| self.dirty.get(&key)) {
+            if reason.overrides(*waiting) {
+                self.add(key, reason);
+            }
             return;
         }
-        if let Some((existing, _)) = self.delay_of.get(&key)
-            && *existing <= at
+        if let Some(&slot) = self.delay_of.get(&key)
+            && let Some((_, pending)) = self.delayed.get_mut(&slot)
         {
-            return;
+            if slot.0 <= at {
+                if reason.overrides(*pending) {
+                    *pending = reason;
+                }
+                return;
+            }
+            if pending.overrides(reason) {
+                reason = *pending;
+            }
         }
         self.cancel_delay(&key);
         self.seq += 1;
@@ -319,6 +334,24 @@ mod tests {
             Some(("a", Reason::Update)),
             "queued again when done"
         );
+    }
+
+    #[test]
+    fn a_delayed_sweep_never_hides_a_retry_or_a_requeue() {
+        let now = Instant::now();
+        let (soon, later) = (now + Duration::from_secs(1), now + Duration::from_secs(5));
+        let mut q = WorkQueue::default();
+        q.add_at("a", Reason::Sweep, soon);
+        q.add_at("a", Reason::Requeue, later);
+        q.add_at("b", Reason::Retry, later);
+        q.add_at("b", Reason::Sweep, soon);
+        q.add("c", Reason::Sweep);
+        q.add_at("c", Reason::Retry, later);
+        assert_eq!(q.pop(), Some(("c", Reason::Retry)), "queued at once");
+        q.promote(soon);
+        let mut due: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        due.sort_by_key(|(k, _)| *k);
+        assert_eq!(due, vec![("a", Reason::Requeue), ("b", Reason::Retry)]);
     }
 
     #[test]
