@@ -80,7 +80,10 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
     /// Queues `key` now. A key already waiting is not added twice; a key in flight is queued
     /// again when its reconcile finishes. A pending delayed add is superseded.
     pub fn add(&mut self, key: K, reason: Reason) {
-        self.cancel_delay(&key);
+        // A sweep runs now and leaves a delayed retry or requeue of the key to its time.
+        if reason != Reason::Sweep {
+            self.cancel_delay(&key);
+        }
         if self.in_flight.contains(&key) {
             let slot = self.dirty.entry(key).or_insert(reason);
             if reason.overrides(*slot) {
@@ -110,14 +113,16 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
 
     /// Queues `key` at `at`, unless an earlier delayed add exists or it is already waiting.
     ///
-    /// A sweep never hides another reason (see [`Reason::Sweep`]): a key waiting for a sweep only
-    /// is queued for the other reason at once; a delayed add keeps the earlier time and the
-    /// stronger reason of the two.
+    /// A sweep never hides another reason (see [`Reason::Sweep`]): beside a key waiting for a
+    /// sweep only, the delayed add is kept for its time; of two delayed adds the earlier time
+    /// is kept, with the stronger reason.
     pub fn add_at(&mut self, key: K, mut reason: Reason, at: Instant) {
-        if let Some(waiting) = self.queued.get(&key).or_else(|| self.dirty.get(&key)) {
-            if reason.overrides(*waiting) {
-                self.add(key, reason);
-            }
+        if self
+            .queued
+            .get(&key)
+            .or_else(|| self.dirty.get(&key))
+            .is_some_and(|waiting| *waiting != Reason::Sweep)
+        {
             return;
         }
         if let Some(&slot) = self.delay_of.get(&key)
@@ -347,11 +352,25 @@ mod tests {
         q.add_at("b", Reason::Sweep, soon);
         q.add("c", Reason::Sweep);
         q.add_at("c", Reason::Retry, later);
-        assert_eq!(q.pop(), Some(("c", Reason::Retry)), "queued at once");
+        q.add_at("d", Reason::Retry, later);
+        q.add("d", Reason::Sweep);
+        let mut now_due: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        now_due.sort_by_key(|(k, _)| *k);
+        assert_eq!(now_due, vec![("c", Reason::Sweep), ("d", Reason::Sweep)]);
+        q.done(&"c");
+        q.done(&"d");
         q.promote(soon);
         let mut due: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         due.sort_by_key(|(k, _)| *k);
         assert_eq!(due, vec![("a", Reason::Requeue), ("b", Reason::Retry)]);
+        q.promote(later);
+        let mut due: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        due.sort_by_key(|(k, _)| *k);
+        assert_eq!(
+            due,
+            vec![("c", Reason::Retry), ("d", Reason::Retry)],
+            "at their own time"
+        );
     }
 
     #[test]

@@ -340,7 +340,12 @@ impl Index {
     /// CR lives under it.
     fn settle(&mut self, key: Option<&str>, owner: &str) -> Option<Effect> {
         let key = key?;
-        if self.sweepable(key, owner) {
+        if !self
+            .gone
+            .get(key)
+            .is_some_and(|owners| owners.contains(owner))
+            || self.sweepable(key, owner)
+        {
             return None;
         }
         let owners = self.gone.get_mut(key)?;

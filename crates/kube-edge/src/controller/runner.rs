@@ -346,15 +346,17 @@ impl Controller {
         reason: Reason,
     ) -> Option<Result<Success, ReconcileError>> {
         let swept = self.sweep(key).await;
-        let job = self.job(key, reason, true);
+        // Only a sweep was asked (any other reason takes its place in the queue): a CR living
+        // under the key has nothing new to be reconciled for.
+        let job = (reason != Reason::Sweep)
+            .then(|| self.job(key, reason, true))
+            .flatten();
         {
             let mut s = self.schedule();
             if let Some(swept) = &swept {
                 s.swept(key, swept.is_ok());
             }
-            // Only a sweep was asked (any other reason takes its place in the queue): a CR
-            // living under the key has nothing new to be reconciled for.
-            if job.is_none() || reason == Reason::Sweep {
+            if job.is_none() {
                 s.done(key);
                 drop(s);
                 self.wake.notify_one();

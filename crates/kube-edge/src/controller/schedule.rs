@@ -44,6 +44,7 @@ impl Schedule {
         let k = key.to_string();
         self.queue.forget(&k);
         self.backoff.reset(&k);
+        self.sweeps.reset(&k);
         self.counts.remove(key);
     }
 
