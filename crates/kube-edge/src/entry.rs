@@ -13,6 +13,7 @@ use ork_protocol::{OwnerRef, Policy};
 
 use crate::discovery::ChildType;
 use crate::ports::Owner;
+use crate::ports::write::group_kind;
 
 /// Why an entry cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +62,9 @@ pub(crate) struct EntryContext {
     /// The label and annotation keys ork writes on the CR (the entry's `labels`/`annotations`):
     /// not a user's change.
     pub own_metadata: BTreeSet<String>,
+    /// `Kind.group` of the CRs, as ork marks the children no owner reference covers
+    /// ([`crate::labels::OWNER_KIND`]).
+    pub owner_kind: String,
 }
 
 impl EntryContext {
@@ -119,6 +123,7 @@ impl EntryContext {
             .cloned()
             .collect();
         Ok(EntryContext {
+            owner_kind: group_kind(&cr_resource.kind, &cr_resource.api_version),
             own_metadata,
             name,
             remote,

@@ -179,7 +179,7 @@ impl Controller {
                     name: o.name_any(),
                 },
                 uid: o.uid().unwrap_or_default(),
-                sweepable: names_kind(o.annotations().get(OWNER_KIND), &self.ctx.cr_resource)
+                sweepable: o.annotations().get(OWNER_KIND) == Some(&self.ctx.owner_kind)
                     && !o
                         .owner_references()
                         .iter()
@@ -544,18 +544,6 @@ fn reduce<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject
 
 /// The owner key from a child's owner annotation `<entry>/<namespace>/<name>`, if it names
 /// this entry.
-/// Whether an owner kind annotation (`Kind.group`) names the CRs of `cr`'s type.
-fn names_kind(annotation: Option<&String>, cr: &kube::discovery::ApiResource) -> bool {
-    let Some(rest) = annotation.and_then(|a| a.strip_prefix(cr.kind.as_str())) else {
-        return false;
-    };
-    if cr.group.is_empty() {
-        rest.is_empty()
-    } else {
-        rest.strip_prefix('.') == Some(cr.group.as_str())
-    }
-}
-
 fn owner_key(entry: &str, annotation: &str) -> Option<String> {
     let mut parts = annotation.splitn(3, '/');
     let (e, ns, name) = (parts.next()?, parts.next()?, parts.next()?);
@@ -572,32 +560,6 @@ fn owner_key(entry: &str, annotation: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_owner_kind_names_the_crs_of_one_type_only() {
-        let cr = kube::discovery::ApiResource {
-            group: "demo.ork.dev".into(),
-            version: "v1".into(),
-            api_version: "demo.ork.dev/v1".into(),
-            kind: "Tenant".into(),
-            plural: "tenants".into(),
-        };
-        let named = |a: &str| names_kind(Some(&a.to_string()), &cr);
-        assert!(named("Tenant.demo.ork.dev"));
-        assert!(!named("Tenant.other.dev"));
-        assert!(!named("Tenants.demo.ork.dev"));
-        assert!(!named("Tenant"));
-        assert!(
-            !names_kind(None, &cr),
-            "applied by an ork before the mark: not swept"
-        );
-        let core = kube::discovery::ApiResource {
-            group: String::new(),
-            api_version: "v1".into(),
-            ..cr
-        };
-        assert!(names_kind(Some(&"Tenant".to_string()), &core));
-    }
     use crate::cache::CacheWriter;
     use crate::discovery::ChildType;
     use crate::ports::CallFailed;

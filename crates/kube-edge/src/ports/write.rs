@@ -245,18 +245,9 @@ pub async fn prune_child(
     namespace: Option<&str>,
     name: &str,
 ) -> Result<(), WriteError> {
-    match api_for::<DynamicObject>(client, t, namespace)
-        .delete(name, &DeleteParams::background())
+    delete_child(client, t, namespace, name, &DeleteParams::background())
         .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(source) => Err(WriteError::PruneFailed {
-            kind: t.managed.kind.clone(),
-            name: name.to_string(),
-            source,
-        }),
-    }
+        .map(drop)
 }
 
 /// How a delete guarded by what ork last saw of the object ended.
@@ -288,13 +279,27 @@ pub async fn delete_unchanged(
         uid: Some(uid.to_string()),
         resource_version: resource_version.map(str::to_string),
     });
+    delete_child(client, t, namespace, name, &params).await
+}
+
+/// Deletes a child with `params`: a child already gone is fine, and a refused precondition (409
+/// when `params` has one) means it changed.
+async fn delete_child(
+    client: &Client,
+    t: &ChildType,
+    namespace: Option<&str>,
+    name: &str,
+    params: &DeleteParams,
+) -> Result<Deletion, WriteError> {
     match api_for::<DynamicObject>(client, t, namespace)
-        .delete(name, &params)
+        .delete(name, params)
         .await
     {
         Ok(_) => Ok(Deletion::Deleted),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Deletion::AlreadyGone),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Deletion::Changed),
+        Err(kube::Error::Api(status)) if status.code == 409 && params.preconditions.is_some() => {
+            Ok(Deletion::Changed)
+        }
         Err(source) => Err(WriteError::PruneFailed {
             kind: t.managed.kind.clone(),
             name: name.to_string(),
@@ -451,5 +456,20 @@ mod tests {
         assert_eq!(out["metadata"]["annotations"][OWNER_KIND], "WebApp.demo");
         assert!(out["metadata"].get("ownerReferences").is_none());
         assert_eq!(group_kind("Namespace", "v1"), "Namespace");
+    }
+
+    #[test]
+    fn an_owner_kind_names_the_crs_of_one_type_only() {
+        let tenant = group_kind("Tenant", "demo.ork.dev/v1");
+        assert_eq!(tenant, "Tenant.demo.ork.dev");
+        assert_eq!(
+            group_kind("Tenant", "demo.ork.dev/v2"),
+            tenant,
+            "any version"
+        );
+        assert_ne!(group_kind("Tenant", "other.dev/v1"), tenant);
+        assert_ne!(group_kind("Tenants", "demo.ork.dev/v1"), tenant);
+        assert_ne!(group_kind("Tenant", "v1"), tenant);
+        assert_eq!(group_kind("Tenant", "v1"), "Tenant");
     }
 }

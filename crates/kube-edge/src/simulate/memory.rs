@@ -95,6 +95,30 @@ impl MemoryCluster {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Removes a child whose metadata passes `unchanged`, journalled as a prune.
+    fn remove_child(
+        &self,
+        t: &ChildType,
+        namespace: Option<&str>,
+        name: &str,
+        unchanged: impl Fn(&Value) -> bool,
+    ) -> Deletion {
+        let mut m = self.lock();
+        let key = (type_key(t), object_key(namespace, name));
+        let Some(stored) = m.objects.get(&key) else {
+            return Deletion::AlreadyGone;
+        };
+        if !unchanged(&stored["metadata"]) {
+            return Deletion::Changed;
+        }
+        m.objects.remove(&key);
+        m.journal.push(Change::Pruned {
+            kind: t.managed.kind.clone(),
+            object: key.1,
+        });
+        Deletion::Deleted
+    }
+
     /// Puts a CR in place as the API server would have stored it.
     pub fn add_cr(&self, key: &str, cr: Value) {
         self.lock().crs.insert(key.to_string(), cr);
@@ -268,14 +292,7 @@ impl Cluster for MemoryCluster {
         name: &'a str,
     ) -> Written<'a> {
         Box::pin(async move {
-            let mut m = self.lock();
-            let key = (type_key(t), object_key(namespace, name));
-            if m.objects.remove(&key).is_some() {
-                m.journal.push(Change::Pruned {
-                    kind: t.managed.kind.clone(),
-                    object: key.1,
-                });
-            }
+            self.remove_child(t, namespace, name, |_| true);
             Ok(())
         })
     }
@@ -289,23 +306,11 @@ impl Cluster for MemoryCluster {
         resource_version: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Deletion, WriteError>> {
         Box::pin(async move {
-            let mut m = self.lock();
-            let key = (type_key(t), object_key(namespace, name));
-            let Some(stored) = m.objects.get(&key) else {
-                return Ok(Deletion::AlreadyGone);
-            };
-            let meta = &stored["metadata"];
-            let unchanged = meta["uid"].as_str() == Some(uid)
-                && resource_version.is_none_or(|rv| meta["resourceVersion"].as_str() == Some(rv));
-            if !unchanged {
-                return Ok(Deletion::Changed);
-            }
-            m.objects.remove(&key);
-            m.journal.push(Change::Pruned {
-                kind: t.managed.kind.clone(),
-                object: key.1,
-            });
-            Ok(Deletion::Deleted)
+            Ok(self.remove_child(t, namespace, name, |meta| {
+                meta["uid"].as_str() == Some(uid)
+                    && resource_version
+                        .is_none_or(|rv| meta["resourceVersion"].as_str() == Some(rv))
+            }))
         })
     }
 
