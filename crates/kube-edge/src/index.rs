@@ -431,12 +431,8 @@ impl Index {
         self.kept.insert(owner_uid.to_string());
     }
 
-    /// Children a sweep deleted: their deletion events are not drift.
+    /// Children ork deleted (a reconcile's prune, a sweep): their deletion events are not drift.
     pub fn swept(&mut self, deleted: Vec<(ChildRef, String)>) {
-        self.mark_deleted(deleted);
-    }
-
-    fn mark_deleted(&mut self, deleted: Vec<(ChildRef, String)>) {
         for (child, uid) in deleted {
             // Its deletion event is still to come: mark it so it is not taken for drift.
             if self.children.get(&child).is_some_and(|c| c.uid == uid) {
@@ -632,7 +628,7 @@ impl Index {
                 .get(child)
                 .is_none_or(|state| self.expected.get(child) != Some(&state.fingerprint)),
         });
-        self.mark_deleted(own.deleted);
+        self.swept(own.deleted);
         if drifted && self.crs.contains_key(key) {
             vec![Effect::Enqueue(key.to_string(), Reason::Child)]
         } else {
