@@ -214,15 +214,21 @@ impl Controller {
 
     /// Queues every known CR (periodic resync, gaining leadership).
     pub fn enqueue_all(&self, reason: Reason) {
+        self.enqueue_where(reason, |_| true);
+    }
+
+    /// Queues the known CRs whose key passes `mine` with `reason`, and the sweeps due under
+    /// such keys.
+    fn enqueue_where(&self, reason: Reason, mine: impl Fn(&str) -> bool) {
         let (keys, sweeps) = {
             let ix = self.index();
             (ix.keys(), ix.due_sweeps())
         };
         let mut s = self.schedule();
-        for k in keys {
+        for k in keys.into_iter().filter(|k| mine(k)) {
             s.queue.add(k, reason);
         }
-        for k in sweeps {
+        for k in sweeps.into_iter().filter(|k| mine(k)) {
             s.queue.add(k, Reason::Sweep);
         }
         drop(s);
@@ -351,19 +357,14 @@ impl Controller {
         let job = (reason != Reason::Sweep)
             .then(|| self.job(key, reason, true))
             .flatten();
-        {
-            let mut s = self.schedule();
-            if let Some(swept) = &swept {
-                s.swept(key, swept.is_ok());
-            }
-            if job.is_none() {
-                s.done(key);
-                drop(s);
-                self.wake.notify_one();
-                return None;
-            }
+        if let Some(swept) = &swept {
+            self.schedule().swept(key, swept.is_ok());
         }
-        let job = job?;
+        let Some(job) = job else {
+            self.schedule().done(key);
+            self.wake.notify_one();
+            return None;
+        };
         self.index().begin(key);
         let ports = self.ports();
         let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, &job))
@@ -470,19 +471,7 @@ impl EntryHandle for Controller {
     }
 
     fn enqueue_shard(&self, total: u32, shard: u32) {
-        let (keys, sweeps) = {
-            let ix = self.index();
-            (ix.keys(), ix.due_sweeps())
-        };
-        let mut s = self.schedule();
-        for k in keys.into_iter().filter(|k| shard_of(k, total) == shard) {
-            s.queue.add(k, Reason::Resync);
-        }
-        for k in sweeps.into_iter().filter(|k| shard_of(k, total) == shard) {
-            s.queue.add(k, Reason::Sweep);
-        }
-        drop(s);
-        self.wake.notify_one();
+        self.enqueue_where(Reason::Resync, |k| shard_of(k, total) == shard);
     }
 
     fn wake(&self) {

@@ -160,9 +160,7 @@ pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
             put(meta, "labels", MANAGED, json!("true"));
             put(meta, "labels", OWNER_UID, json!(owner.uid));
             put(meta, "annotations", OWNER, json!(owner.annotation()));
-            if !child.same_namespace_as(&owner.reference) {
-                put(meta, "annotations", OWNER_KIND, json!(owner.kind()));
-            } else {
+            if child.same_namespace_as(&owner.reference) {
                 meta.insert(
                     "ownerReferences".into(),
                     json!([{
@@ -174,6 +172,8 @@ pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
                         "blockOwnerDeletion": true,
                     }]),
                 );
+            } else {
+                put(meta, "annotations", OWNER_KIND, json!(owner.kind()));
             }
         }
     }
