@@ -139,6 +139,11 @@ impl PhaseResult {
         let job = self.requests.split_job().0;
         self.per_cr(job.total() - job.writes().total())
     }
+    /// The system's own CPU per new CR in milliseconds, from `cpu` (the whole phase or until
+    /// convergence).
+    fn own_ms_per_cr(&self, cpu: &BTreeMap<String, f64>) -> Option<f64> {
+        cpu.get("process").map(|s| 1000.0 * self.per_cr(*s))
+    }
     fn columns(&self) -> [Option<f64>; 9] {
         [
             Some(self.converge_s),
@@ -248,6 +253,42 @@ impl Report {
         }
     }
 
+    /// Each system's own CPU per new CR, for the whole phase and until convergence (SPEC §10's P2
+    /// asks at most 0.5 ms of ork over the whole phase), and ork's round by round.
+    fn cpu_per_cr(&self, o: &mut String) {
+        let text = |p: &PhaseResult| {
+            format!(
+                "{} / {}",
+                num(p.own_ms_per_cr(&p.cpu), 2),
+                num(p.own_ms_per_cr(&p.cpu_to_converge), 2)
+            )
+        };
+        let _ = writeln!(
+            o,
+            "\nOwn CPU per new CR, ms, over the whole phase / until converged (P2: ork at most 0.5 over the whole phase):"
+        );
+        let w = self
+            .phases
+            .iter()
+            .map(|p| p.system.len())
+            .max()
+            .unwrap_or(8);
+        for p in &self.phases {
+            let _ = writeln!(o, "  {:<w$} {}", p.system, text(p));
+        }
+        if self.rounds.len() > 1 {
+            let each: Vec<String> = self
+                .rounds
+                .iter()
+                .filter_map(|r| r.iter().find(|p| p.system == "ork"))
+                .map(text)
+                .collect();
+            if !each.is_empty() {
+                let _ = writeln!(o, "  ork round by round: {}", each.join(", "));
+            }
+        }
+    }
+
     /// ork's `figure` over `other`'s in each round that has both.
     fn per_round(
         &self,
@@ -332,6 +373,7 @@ impl Report {
 
         self.round_ratios(&mut o);
         self.until_converged(&mut o);
+        self.cpu_per_cr(&mut o);
 
         let _ = writeln!(
             o,
@@ -519,6 +561,8 @@ impl Report {
                 "crs_per_s": p.n as f64 / p.converge_s,
                 "cpu_s": p.cpu,
                 "cpu_to_converge_s": p.cpu_to_converge,
+                "own_cpu_ms_per_cr": p.own_ms_per_cr(&p.cpu),
+                "own_cpu_ms_per_cr_to_converge": p.own_ms_per_cr(&p.cpu_to_converge),
                 "requests_to_converge": p.requests_to_converge.as_ref().map(counts),
                 "peak_rss_mib": p.peak_rss_mib,
                 "writes_per_cr": p.writes_per_cr(),
@@ -568,7 +612,11 @@ mod tests {
             system: system.into(),
             n: 10,
             converge_s,
-            cpu: BTreeMap::from([("kube-apiserver".into(), api)]),
+            cpu: BTreeMap::from([
+                ("kube-apiserver".into(), api),
+                ("process".into(), api / 1000.0),
+            ]),
+            cpu_to_converge: BTreeMap::from([("process".into(), api / 2000.0)]),
             calls: 10,
             edit_idle: Some(Latencies {
                 samples: vec![Duration::from_millis(edit_ms)],
@@ -614,5 +662,12 @@ mod tests {
             .unwrap_or_default();
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells.get(2), Some(&"1.20"), "{text}");
+        // P2 reads off the report: own CPU per new CR, whole phase / until converged, in ms.
+        assert!(text.contains("  ork      0.80 / 0.40\n"), "{text}");
+        assert!(
+            text.contains("ork round by round: 0.90 / 0.45, 0.80 / 0.40, 0.70 / 0.35"),
+            "{text}"
+        );
+        assert_eq!(report.json()["systems"][1]["own_cpu_ms_per_cr"], 0.8);
     }
 }
