@@ -35,11 +35,28 @@ async fn posts_json_with_credential_and_trace_headers() {
     assert!(req.head.starts_with("POST /reconcile "));
     assert_eq!(req.header("authorization"), Some("Bearer s3cret"));
     assert_eq!(req.header("content-type"), Some("application/json"));
-    assert_eq!(
-        req.header("traceparent").map(|t| t.split('-').count()),
-        Some(4)
+    // W3C trace context: version, a 16-byte trace id and an 8-byte parent id in lowercase hex,
+    // flags; the delivery id is 16 bytes of hex too.
+    let lower_hex = |s: &str, len: usize| {
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let trace: Vec<&str> = req
+        .header("traceparent")
+        .unwrap_or_default()
+        .split('-')
+        .collect();
+    assert!(
+        trace.len() == 4
+            && trace[0] == "00"
+            && lower_hex(trace[1], 32)
+            && lower_hex(trace[2], 16)
+            && trace[3] == "01",
+        "{trace:?}"
     );
-    assert!(req.header("x-ork-delivery").is_some());
+    let delivery = req.header("x-ork-delivery").unwrap_or_default();
+    assert!(lower_hex(delivery, 32), "{delivery}");
     assert_eq!(req.body["key"], "ns/a");
 }
 
