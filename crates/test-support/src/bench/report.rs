@@ -205,6 +205,15 @@ impl Report {
         }
     }
 
+    /// The width of the longest system name: the column the per-system lines align on.
+    fn name_width(&self) -> usize {
+        self.phases
+            .iter()
+            .map(|p| p.system.len())
+            .max()
+            .unwrap_or(8)
+    }
+
     /// CPU until the last Widget carried its status, by process, and how busy the machine was:
     /// when the cores were busy all along, the cluster, not the system, set the pace.
     fn until_converged(&self, o: &mut String) {
@@ -216,12 +225,7 @@ impl Report {
             o,
             "\nUntil converged (CPU s from the first create to the last status; the table above counts the whole phase, lower-priority writes included), {cores} cores:"
         );
-        let w = self
-            .phases
-            .iter()
-            .map(|p| p.system.len())
-            .max()
-            .unwrap_or(8);
+        let w = self.name_width();
         for p in &self.phases {
             let cpu = |k: &str| p.cpu_to_converge.get(k).copied();
             let busy: f64 = p.cpu_to_converge.values().filter(|v| v.is_finite()).sum();
@@ -267,12 +271,7 @@ impl Report {
             o,
             "\nOwn CPU per new CR, ms, over the whole phase / until converged (P2: ork at most 0.5 over the whole phase):"
         );
-        let w = self
-            .phases
-            .iter()
-            .map(|p| p.system.len())
-            .max()
-            .unwrap_or(8);
+        let w = self.name_width();
         for p in &self.phases {
             let _ = writeln!(o, "  {:<w$} {}", p.system, text(p));
         }
