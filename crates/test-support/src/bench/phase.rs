@@ -588,6 +588,8 @@ async fn delete_config_maps(client: &Client, ns: &str) -> Result<()> {
                     "ork-bench: deleting the ConfigMaps of {ns} outlasted the API server's timeout ({}); asking again",
                     status.message
                 );
+                // A 500 that came at once (not a timeout) must not become a tight loop.
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
             Err(e) => return Err(e).with_context(|| format!("deleting the ConfigMaps of {ns}")),
         }
