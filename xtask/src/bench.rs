@@ -15,12 +15,13 @@ pub fn bench(args: &[&str]) -> Result<()> {
     let given = std::env::var_os("KUBECONFIG")
         .map(PathBuf::from)
         .filter(|p| p.exists());
+    let cluster = cluster::Cluster::newest();
     let (kubeconfig, started) = match given {
         Some(path) => {
             eprintln!("bench: using the cluster of KUBECONFIG={}", path.display());
             (path, false)
         }
-        None => (cluster::kubeconfig(), cluster::up()?),
+        None => (cluster.kubeconfig(), cluster.up()?),
     };
     let result = run(Command::new(cargo()).current_dir(workspace_root()).args([
         "build",
@@ -44,7 +45,7 @@ pub fn bench(args: &[&str]) -> Result<()> {
             .args(args))
     });
     if started {
-        cluster::down()?;
+        cluster.down()?;
     }
     result
 }

@@ -50,7 +50,7 @@ pub fn chaos(args: &[&str]) -> Result<()> {
     let _ = fs::remove_dir_all(&out);
     cluster::stop(&dir);
     let started = Instant::now();
-    let result = cluster::start_in(&dir, "ork-chaos").and_then(|()| {
+    let result = cluster::start_in(&dir, "ork-chaos", cluster::NEWEST).and_then(|()| {
         eprintln!(
             "chaos: a cluster of its own in {:.1}s ({})",
             started.elapsed().as_secs_f64(),

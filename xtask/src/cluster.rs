@@ -1,8 +1,13 @@
-//! The local cluster: etcd + kube-apiserver + kube-controller-manager 1.20.2 on loopback.
+//! The local cluster: etcd + kube-apiserver + kube-controller-manager on loopback, built from the
+//! official Kubernetes Go modules (SPEC §13).
 //!
-//! State lives in `target/ork-cluster/`: the admin kubeconfig, logs, and `pids` (name, pid) so
-//! `down` stops exactly what `up` started. Binaries are built once per machine by
-//! `scripts/build-kubernetes.sh` into `~/.cache/ork/`.
+//! [`NEWEST`] is the default; [`OLDEST`] is the oldest minor ork supports; `--version X.Y.Z`
+//! selects any release the Go module proxy serves. Binaries are built once per machine by
+//! `scripts/build-kubernetes.sh` into `~/.cache/ork/kubernetes-X.Y.Z/` (etcd into
+//! `~/.cache/ork/etcd-A.B.C/`). A cluster's state lives in its own folder — the admin kubeconfig,
+//! logs, and `pids` (name, pid) so `down` stops exactly what `up` started — so clusters of
+//! different versions run side by side: `target/ork-cluster/` for the newest (what the tests use
+//! by default), `target/ork-cluster-X.Y.Z/` for any other.
 
 use std::fs;
 use std::io::Write;
@@ -14,22 +19,140 @@ use std::time::{Duration, Instant};
 
 use crate::{Result, run, workspace_root};
 
+/// The newest Kubernetes release that builds with the machine's Go (1.26): the default target.
+pub const NEWEST: &str = "1.37.2";
+/// The oldest minor ork's client libraries support (kube 5, k8s-openapi 0.29 `earliest`), at
+/// its newest patch the Go module proxy serves.
+pub const OLDEST: &str = "1.33.13";
+
 const COMPONENTS: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
 
-/// Where the cluster's files are.
-pub fn state_dir() -> PathBuf {
-    workspace_root().join("target/ork-cluster")
+/// `X.Y.Z` from `--version`'s value: a release, or `newest` / `oldest`.
+pub fn version_arg(given: &str) -> Result<String> {
+    let v = match given {
+        "newest" => NEWEST,
+        "oldest" => OLDEST,
+        v => v.strip_prefix('v').unwrap_or(v),
+    };
+    let parts: Vec<&str> = v.split('.').collect();
+    if parts.len() != 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(format!(
+            "--version {given}: expected a release such as {NEWEST}, or newest / oldest"
+        )
+        .into());
+    }
+    Ok(v.to_string())
 }
 
-pub fn kubeconfig() -> PathBuf {
-    state_dir().join("kubeconfig")
+/// One local cluster of one Kubernetes version.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub version: String,
+    dir: PathBuf,
 }
 
-fn bin_dir() -> PathBuf {
-    let cache = std::env::var_os("ORK_CACHE")
+impl Cluster {
+    pub fn new(version: &str) -> Cluster {
+        let target = workspace_root().join("target");
+        let dir = if version == NEWEST {
+            target.join("ork-cluster")
+        } else {
+            target.join(format!("ork-cluster-{version}"))
+        };
+        Cluster {
+            version: version.to_string(),
+            dir,
+        }
+    }
+
+    pub fn newest() -> Cluster {
+        Cluster::new(NEWEST)
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// Starts the cluster unless it is already running and ready. Returns true if it started one.
+    pub fn up(&self) -> Result<bool> {
+        let dir = &self.dir;
+        if running_pids(dir).is_some_and(|p| p.len() == COMPONENTS.len()) && ready(dir) {
+            eprintln!(
+                "cluster: Kubernetes {} already running, reusing it ({})",
+                self.version,
+                self.kubeconfig().display()
+            );
+            return Ok(false);
+        }
+        stop(dir);
+        let started = Instant::now();
+        if let Err(e) = start_in(dir, &format!("ork-local-{}", self.version), &self.version) {
+            stop(dir);
+            return Err(e);
+        }
+        eprintln!(
+            "cluster: kube-apiserver {} (etcd {}) ready on https://127.0.0.1:{} in {:.1}s; KUBECONFIG={}",
+            server_version(dir).unwrap_or_else(|| self.version.clone()),
+            etcd_version(&self.version).unwrap_or_default(),
+            api_port(dir).unwrap_or_default(),
+            started.elapsed().as_secs_f64(),
+            self.kubeconfig().display()
+        );
+        Ok(true)
+    }
+
+    /// Stops the processes `up` recorded, and only those.
+    pub fn down(&self) -> Result<()> {
+        let stopped = stop(&self.dir);
+        eprintln!(
+            "cluster: Kubernetes {}: stopped {stopped} process(es)",
+            self.version
+        );
+        Ok(())
+    }
+
+    pub fn status(&self) -> Result<()> {
+        let dir = &self.dir;
+        match running_pids(dir) {
+            Some(pids) if !pids.is_empty() => {
+                for (name, pid) in &pids {
+                    println!("{name}\t{pid}\trunning");
+                }
+                println!("ready\t{}", ready(dir));
+                if let Some(v) = server_version(dir) {
+                    println!("version\t{v}");
+                }
+                println!("kubeconfig\t{}", self.kubeconfig().display());
+            }
+            _ => println!("no cluster of Kubernetes {} running", self.version),
+        }
+        Ok(())
+    }
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("ORK_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(".cache/ork"));
-    cache.join("kubernetes-1.20.2/bin")
+        .unwrap_or_else(|| home().join(".cache/ork"))
+}
+
+fn kubernetes_bin(version: &str) -> PathBuf {
+    cache_dir().join(format!("kubernetes-{version}/bin"))
+}
+
+/// The etcd that `version` is tested with, as the build recorded it.
+fn etcd_version(version: &str) -> Option<String> {
+    let path = cache_dir().join(format!("kubernetes-{version}/etcd-version"));
+    Some(fs::read_to_string(path).ok()?.trim().to_string())
+}
+
+fn etcd_bin(version: &str) -> Result<PathBuf> {
+    let etcd = etcd_version(version).ok_or("the Kubernetes build recorded no etcd version")?;
+    Ok(cache_dir().join(format!("etcd-{etcd}/bin/etcd")))
 }
 
 fn home() -> PathBuf {
@@ -38,33 +161,11 @@ fn home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/root"))
 }
 
-/// Starts the cluster unless ours is already running and ready. Returns true if it started one.
-pub fn up() -> Result<bool> {
-    let dir = state_dir();
-    if running_pids(&dir).is_some_and(|p| p.len() == COMPONENTS.len()) && ready(&dir) {
-        eprintln!(
-            "cluster: already running, reusing it ({})",
-            kubeconfig().display()
-        );
-        return Ok(false);
-    }
-    stop(&dir);
-    let started = Instant::now();
-    start_in(&dir, "ork-local")?;
-    eprintln!(
-        "cluster: kube-apiserver 1.20.2 ready on https://127.0.0.1:{} in {:.1}s; KUBECONFIG={}",
-        api_port(&dir).unwrap_or_default(),
-        started.elapsed().as_secs_f64(),
-        kubeconfig().display()
-    );
-    Ok(true)
-}
-
 /// Starts a fresh cluster whose files (kubeconfig naming cluster `name`, logs, `pids`) live in
 /// `dir`; whatever was in `dir` is removed first. `cargo xtask chaos` runs one of its own this
 /// way, since its R2 restarts the API server.
-pub fn start_in(dir: &Path, name: &str) -> Result<()> {
-    ensure_tools()?;
+pub fn start_in(dir: &Path, name: &str, version: &str) -> Result<()> {
+    ensure_built(version)?;
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir.join("certs"))?;
 
@@ -91,7 +192,7 @@ pub fn start_in(dir: &Path, name: &str) -> Result<()> {
     spawn(
         dir,
         "etcd",
-        Command::new("etcd")
+        Command::new(etcd_bin(version)?)
             .arg(format!("--data-dir={}", dir.join("etcd").display()))
             .arg(format!("--listen-client-urls={etcd_url}"))
             .arg(format!("--advertise-client-urls={etcd_url}"))
@@ -108,7 +209,7 @@ pub fn start_in(dir: &Path, name: &str) -> Result<()> {
     spawn(
         dir,
         "kube-apiserver",
-        Command::new(bin_dir().join("kube-apiserver"))
+        Command::new(kubernetes_bin(version).join("kube-apiserver"))
             .arg(format!("--etcd-servers={etcd_url}"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--secure-port={api_port}"))
@@ -129,6 +230,9 @@ pub fn start_in(dir: &Path, name: &str) -> Result<()> {
             .arg("--service-account-issuer=https://kubernetes.default.svc")
             .arg("--service-cluster-ip-range=10.0.0.0/16")
             .arg("--advertise-address=127.0.0.1")
+            // The `kubernetes` Service's endpoint may not be a loopback address (1.2x+); nothing
+            // here reaches the API server through that Service.
+            .arg("--endpoint-reconciler-type=none")
             .arg("--max-requests-inflight=1000")
             .arg("--max-mutating-requests-inflight=500")
             .arg("--enable-priority-and-fairness=false"),
@@ -138,7 +242,7 @@ pub fn start_in(dir: &Path, name: &str) -> Result<()> {
     spawn(
         dir,
         "kube-controller-manager",
-        Command::new(bin_dir().join("kube-controller-manager"))
+        Command::new(kubernetes_bin(version).join("kube-controller-manager"))
             .arg(format!("--kubeconfig={}", dir.join("kubeconfig").display()))
             .arg("--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token")
             .arg(format!(
@@ -152,70 +256,21 @@ pub fn start_in(dir: &Path, name: &str) -> Result<()> {
             .arg("--leader-elect=false")
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--secure-port={kcm_port}"))
-            // No insecure port (10252 by default in 1.20): two clusters on one machine must not clash.
-            .arg("--port=0")
             .arg("--kube-api-qps=100")
             .arg("--kube-api-burst=200"),
     )?;
     Ok(())
 }
 
-/// Stops the processes `up` recorded, and only those.
-pub fn down() -> Result<()> {
-    let dir = state_dir();
-    let stopped = stop(&dir);
-    eprintln!("cluster: stopped {stopped} process(es)");
-    Ok(())
-}
-
-pub fn status() -> Result<()> {
-    let dir = state_dir();
-    match running_pids(&dir) {
-        Some(pids) if !pids.is_empty() => {
-            for (name, pid) in &pids {
-                println!("{name}\t{pid}\trunning");
-            }
-            println!("ready\t{}", ready(&dir));
-            println!("kubeconfig\t{}", kubeconfig().display());
-        }
-        _ => println!("no cluster running"),
-    }
-    Ok(())
-}
-
-fn ensure_tools() -> Result<()> {
-    let script = workspace_root().join("xtask/scripts/build-kubernetes.sh");
-    let needs_build = !bin_dir().join("kube-apiserver").exists();
-    if needs_build {
+/// Builds Kubernetes `version` and its etcd unless the cache has them.
+fn ensure_built(version: &str) -> Result<()> {
+    if !kubernetes_bin(version).join("kube-apiserver").exists() {
         eprintln!(
-            "cluster: building Kubernetes 1.20.2 from Debian's source package (once per machine, about 10 minutes on 2 cores)..."
+            "cluster: building Kubernetes {version} and its etcd from the official Go modules (once per machine, about 10-15 minutes on 2 cores)..."
         );
     }
-    run(Command::new("bash").arg(script))?;
-    let mut missing = Vec::new();
-    for (tool, pkg) in [
-        ("etcd", "etcd-server"),
-        ("openssl", "openssl"),
-        ("curl", "curl"),
-    ] {
-        if !on_path(tool) {
-            missing.push(pkg);
-        }
-    }
-    if !missing.is_empty() {
-        run(Command::new("apt-get")
-            .args(["install", "-y", "-qq"])
-            .args(&missing))?;
-    }
-    Ok(())
-}
-
-fn on_path(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    let script = workspace_root().join("xtask/scripts/build-kubernetes.sh");
+    run(Command::new("bash").arg(script).arg(version))
 }
 
 fn spawn(dir: &Path, name: &str, cmd: &mut Command) -> Result<()> {
@@ -316,6 +371,22 @@ fn ready(dir: &Path) -> bool {
         .arg(format!("https://127.0.0.1:{port}/readyz"))
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// The running API server's `gitVersion` (`v1.37.2`), from `/version`.
+fn server_version(dir: &Path) -> Option<String> {
+    let (port, token) = (api_port(dir)?, token(dir)?);
+    let out = Command::new("curl")
+        .args(["-skf", "--max-time", "2", "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("https://127.0.0.1:{port}/version"))
+        .output()
+        .ok()?;
+    let body = String::from_utf8(out.stdout).ok()?;
+    let rest = &body[body.find("\"gitVersion\"")? + "\"gitVersion\"".len()..];
+    let start = rest.find('"')? + 1;
+    let len = rest[start..].find('"')?;
+    Some(rest[start..start + len].to_string())
 }
 
 fn wait_ready(dir: &Path, limit: Duration) -> Result<()> {

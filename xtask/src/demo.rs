@@ -21,18 +21,19 @@ impl Drop for Running {
 }
 
 pub fn run_demo() -> Result<()> {
-    let started_cluster = cluster::up()?;
-    let result = demo();
+    let cluster = cluster::Cluster::newest();
+    let started_cluster = cluster.up()?;
+    let result = demo(&cluster);
     if started_cluster {
-        cluster::down()?;
+        cluster.down()?;
     }
     result
 }
 
-fn demo() -> Result<()> {
+fn demo(cluster: &cluster::Cluster) -> Result<()> {
     let root = workspace_root();
     let example = root.join("examples/webapp");
-    let kubeconfig = cluster::kubeconfig();
+    let kubeconfig = cluster.kubeconfig();
     run(Command::new(cargo()).current_dir(&root).args([
         "build",
         "--quiet",
@@ -87,7 +88,13 @@ fn demo() -> Result<()> {
         .args(["apply", "default"])
         .arg(example.join("cr.yaml")))?;
 
-    show_when_reconciled(&ork_dev, "default", "demo.ork.dev/v1", "Planned")?;
+    show_when_reconciled(
+        &ork_dev,
+        &kubeconfig,
+        "default",
+        "demo.ork.dev/v1",
+        "Planned",
+    )?;
     drop(ork_http);
     drop(service);
 
@@ -117,16 +124,26 @@ fn demo() -> Result<()> {
         .env("KUBECONFIG", &kubeconfig)
         .args(["apply", "bash-demo"])
         .arg(example.join("cr.yaml")))?;
-    show_when_reconciled(&ork_dev, "bash-demo", "demo.ork.dev/v1", "Planned")?;
+    show_when_reconciled(
+        &ork_dev,
+        &kubeconfig,
+        "bash-demo",
+        "demo.ork.dev/v1",
+        "Planned",
+    )?;
     drop(_ork);
-    orkestra_style(&ork, &ork_dev)?;
+    orkestra_style(&ork, &ork_dev, &kubeconfig)?;
     Ok(())
 }
 
 /// `examples/orkestra-remote` as a team moving from Orkestra would run it: ork installs the
 /// CRD, applies the setup (namespace, token Secret) and the sample CR, and the service checks
 /// the Bearer token.
-fn orkestra_style(ork: &std::path::Path, ork_dev: &std::path::Path) -> Result<()> {
+fn orkestra_style(
+    ork: &std::path::Path,
+    ork_dev: &std::path::Path,
+    kubeconfig: &std::path::Path,
+) -> Result<()> {
     let example = workspace_root().join("examples/orkestra-remote");
     eprintln!(
         "\n== an Orkestra-style Katalog (examples/orkestra-remote): crdFile, setup, crFiles, auth from a Secret"
@@ -146,12 +163,13 @@ fn orkestra_style(ork: &std::path::Path, ork_dev: &std::path::Path) -> Result<()
         Command::new(ork)
             .arg("run")
             .current_dir(&example)
-            .env("KUBECONFIG", cluster::kubeconfig())
+            .env("KUBECONFIG", kubeconfig)
             .stdin(Stdio::null())
             .spawn()?,
     );
     show_when_reconciled(
         ork_dev,
+        kubeconfig,
         "orkestra-remote",
         "migrate.ork.dev/v1alpha1",
         "ReconcileSucceeded",
@@ -162,6 +180,7 @@ fn orkestra_style(ork: &std::path::Path, ork_dev: &std::path::Path) -> Result<()
 /// `marker` to show, then prints what ork made.
 fn show_when_reconciled(
     ork_dev: &std::path::Path,
+    kubeconfig: &std::path::Path,
     namespace: &str,
     group_version: &str,
     marker: &str,
@@ -169,7 +188,7 @@ fn show_when_reconciled(
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = Command::new(ork_dev)
-            .env("KUBECONFIG", cluster::kubeconfig())
+            .env("KUBECONFIG", kubeconfig)
             .args(["show", namespace, group_version])
             .output()?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -1,8 +1,10 @@
 //! `cargo xtask`: the one entry point for developer and CI tasks.
 //!
-//! - `cluster up|down|status` — the local Kubernetes API server (see `cluster.rs`).
+//! - `cluster up|down|status [--version X.Y.Z|newest|oldest]` — the local Kubernetes API server
+//!   (see `cluster.rs`).
 //! - `demo` — a real cluster, a real reconcile service, a CR reconciled.
-//! - `test` — every test, including those against the local cluster.
+//! - `test [--version V] [--e2e]` — every test (or only those against the cluster), including
+//!   those against the local cluster.
 //!
 //! Standard library only, so it builds in seconds before anything else.
 
@@ -11,6 +13,7 @@ mod chaos;
 mod cluster;
 mod demo;
 mod fuzz;
+mod helm;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -21,17 +24,24 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["cluster", "up"] => cluster::up().map(|_| ()),
-        ["cluster", "down"] => cluster::down(),
-        ["cluster", "status"] => cluster::status(),
+        ["cluster", action @ ("up" | "down" | "status"), rest @ ..] => {
+            cluster_command(action, rest)
+        }
         ["demo"] => demo::run_demo(),
         ["test", rest @ ..] => test(rest),
         ["bench", rest @ ..] => bench::bench(rest),
         ["chaos", rest @ ..] => chaos::chaos(rest),
         ["fuzz", rest @ ..] => fuzz::fuzz(rest),
+        ["helm", rest @ ..] => helm::ensure().and_then(|()| {
+            run(Command::new(helm::binary())
+                .current_dir(workspace_root())
+                .args(rest.iter().skip_while(|a| **a == "--")))
+        }),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  cluster up|down|status   the local kube-apiserver 1.20.2 on loopback\n  demo                     run the example end to end\n  test [-- cargo test args] all tests, including those against the local cluster\n  bench [N] [--json] [--rounds K]  baseline, kopf and ork on the same job (release build, N Widgets, default 500; K turns each, medians)\n  chaos [--crs N]          reliability suite: service faults, API server restart, ork SIGKILLs, leader kill (own cluster, release build, default N 2000)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)"
+                "usage: cargo xtask <command>\n\n  cluster up|down|status [--version X.Y.Z|newest|oldest]  the local Kubernetes (default {newest}; oldest {oldest}) on loopback\n  demo                     run the example end to end\n  test [--version V] [--e2e] [-- cargo test args]  all tests (--e2e: only those against the cluster) on the local cluster of version V (default newest)\n  bench [N] [--json] [--rounds K]  baseline, kopf and ork on the same job (release build, N Widgets, default 500; K turns each, medians)\n  chaos [--crs N]          reliability suite: service faults, API server restart, ork SIGKILLs, leader kill (own cluster, release build, default N 2000)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)\n  helm [ARGS]              the Helm the chart is tested with (built once per machine)",
+                newest = cluster::NEWEST,
+                oldest = cluster::OLDEST,
             );
             return ExitCode::from(2);
         }
@@ -45,23 +55,87 @@ fn main() -> ExitCode {
     }
 }
 
-/// Brings the cluster up (stopping it afterwards if this run started it) and runs every test.
-fn test(extra: &[&str]) -> Result<()> {
+fn cluster_command(action: &str, args: &[&str]) -> Result<()> {
+    let (version, rest) = take_version(args)?;
+    if let Some(other) = rest.first() {
+        return Err(format!("cluster {action}: unknown argument {other:?}").into());
+    }
+    let cluster = cluster::Cluster::new(&version);
+    match action {
+        "up" => cluster.up().map(|_| ()),
+        "down" => cluster.down(),
+        _ => cluster.status(),
+    }
+}
+
+/// `--version V` from `args` (default the newest), and the other arguments.
+fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
+    let mut version = cluster::NEWEST.to_string();
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix("--version=") {
+            version = cluster::version_arg(v)?;
+        } else if *a == "--version" {
+            version = cluster::version_arg(it.next().ok_or("--version needs a value")?)?;
+        } else {
+            rest.push(*a);
+        }
+    }
+    Ok((version, rest))
+}
+
+/// The test targets that run against the cluster (`test --e2e`): package, integration test.
+const E2E: [(&str, &str); 9] = [
+    ("ork", "core"),
+    ("ork", "run"),
+    ("ork", "orkestra"),
+    ("ork", "production"),
+    ("ork", "reliability"),
+    ("ork", "shards"),
+    ("ork", "simulate"),
+    ("ork", "helm"),
+    ("ork-test-support", "cluster"),
+];
+
+/// Brings the cluster of the chosen version up (stopping it afterwards if this run started it)
+/// and runs every test, or with `--e2e` only those against the cluster.
+fn test(args: &[&str]) -> Result<()> {
+    let (version, rest) = take_version(args)?;
+    let (ours, extra) = match rest.iter().position(|a| *a == "--") {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (&rest[..], &[][..]),
+    };
+    let mut e2e = false;
+    for a in ours {
+        match *a {
+            "--e2e" => e2e = true,
+            other => return Err(format!("test: unknown argument {other:?}").into()),
+        }
+    }
     ensure_python_jsonschema()?;
-    let started = cluster::up()?;
-    let extra: Vec<&str> = extra.iter().copied().skip_while(|a| *a == "--").collect();
-    let status = Command::new(cargo())
-        .current_dir(workspace_root())
-        .env("KUBECONFIG", cluster::kubeconfig())
-        .args(["test", "--workspace", "--", "--test-threads=4"])
-        .args(&extra)
-        .status();
+    helm::ensure()?;
+    let cluster = cluster::Cluster::new(&version);
+    let started = cluster.up()?;
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(workspace_root())
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .env("ORK_HELM", helm::binary())
+        .arg("test");
+    if e2e {
+        for (package, test) in E2E {
+            cmd.args(["-p", package, "--test", test]);
+        }
+    } else {
+        cmd.arg("--workspace");
+    }
+    let status = cmd.args(["--", "--test-threads=4"]).args(extra).status();
     if started {
-        cluster::down()?;
+        cluster.down()?;
     }
     let status = status?;
     if !status.success() {
-        return Err(format!("cargo test failed ({status})").into());
+        return Err(format!("cargo test on Kubernetes {version} failed ({status})").into());
     }
     Ok(())
 }

@@ -50,7 +50,8 @@ impl Command {
         match self {
             Command::Validate { katalog }
             | Command::Generate(Generate::Rbac { katalog, .. })
-            | Command::Generate(Generate::Bundle { katalog, .. }) => Some(katalog),
+            | Command::Generate(Generate::Bundle(Install { katalog, .. }))
+            | Command::Generate(Generate::Values(Install { katalog, .. })) => Some(katalog),
             Command::Run(args) => Some(&args.katalog),
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
@@ -103,18 +104,12 @@ pub fn main() -> ExitCode {
         Command::Generate(Generate::Rbac { katalog, target }) => {
             crate::generate::rbac(&katalog, &target.names())
         }
-        Command::Generate(Generate::Bundle {
-            katalog,
-            target,
-            image,
-            shards,
-            replicas,
-        }) => crate::generate::bundle(
-            &katalog,
-            &target.names(),
-            &image,
-            crate::generate::Scale { shards, replicas },
-        ),
+        Command::Generate(Generate::Bundle(i)) => {
+            crate::generate::bundle(&i.katalog, &i.target.names(), &i.image, i.scale())
+        }
+        Command::Generate(Generate::Values(i)) => {
+            crate::generate::values(&i.katalog, &i.target.names(), &i.image, i.scale())
+        }
     }
 }
 
@@ -185,23 +180,40 @@ enum Generate {
         target: Target,
     },
     /// Everything to run ork in a cluster: namespace, the CRDs of `crdFile`s, RBAC, the Katalog
-    /// (and the files it names) as a ConfigMap, a Deployment running `ork run --no-dev-files`.
-    Bundle {
-        /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
-        #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
-        katalog: PathBuf,
-        #[command(flatten)]
-        target: Target,
-        /// The ork container image (see the Dockerfile).
-        #[arg(long, default_value = concat!("ork:", env!("CARGO_PKG_VERSION")))]
-        image: String,
-        /// Shards (SPEC §12): 1 runs one leader (`--leader-elect`), more run `--shards N`.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-        shards: u32,
-        /// Replicas of the Deployment.
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        replicas: u32,
-    },
+    /// (and the files it names) as a ConfigMap, a Deployment running `ork run --no-dev-files`,
+    /// a Service for its metrics.
+    Bundle(Install),
+    /// Values for the Helm chart `charts/ork`: the Katalog, the files it names, its CRDs and the
+    /// RBAC it needs (as `generate rbac`), with the workload settings of `generate bundle`.
+    Values(Install),
+}
+
+/// How ork is installed: `generate bundle` and `generate values` alike.
+#[derive(Debug, clap::Args)]
+struct Install {
+    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
+    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
+    katalog: PathBuf,
+    #[command(flatten)]
+    target: Target,
+    /// The ork container image (see the Dockerfile).
+    #[arg(long, default_value = concat!("ork:", env!("CARGO_PKG_VERSION")))]
+    image: String,
+    /// Shards (SPEC §12): 1 runs one leader (`--leader-elect`), more run `--shards N`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    shards: u32,
+    /// Replicas of the Deployment.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    replicas: u32,
+}
+
+impl Install {
+    fn scale(&self) -> crate::generate::Scale {
+        crate::generate::Scale {
+            shards: self.shards,
+            replicas: self.replicas,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]

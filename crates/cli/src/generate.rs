@@ -87,32 +87,57 @@ fn labels() -> Value {
     json!({"app.kubernetes.io/name": "ork", "app.kubernetes.io/managed-by": "ork-generate"})
 }
 
+/// The permissions a Katalog needs, as RBAC rules: those needed cluster-wide, and per
+/// namespace those needed there only (ork's own namespace first, then the others in name order).
+/// `ork generate rbac`, the bundle and the Helm chart's values all render this one plan.
+pub struct RbacPlan {
+    pub cluster: Vec<Value>,
+    pub namespaces: Vec<(String, Vec<Value>)>,
+}
+
+impl RbacPlan {
+    /// # Errors
+    /// A managed resource whose plural only the API server knows (RBAC names resources by
+    /// plural).
+    pub fn derive(katalog: &Katalog, katalog_path: &Path, namespace: &str) -> Result<RbacPlan> {
+        if let Some(u) = unresolved(katalog).first() {
+            bail!(
+                "{}: spec.crds.{}.operatorBox.reconcile.remote.managedResources[{}]: the plural of {} is only known to the API server, and RBAC names resources by plural\n    hint: add `plural:` (the CRD's spec.names.plural)",
+                katalog_path.display(),
+                u.entry,
+                u.index,
+                u.what
+            );
+        }
+        let mut cluster: Vec<Value> = Vec::new();
+        let mut local: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for rule in rules(katalog, namespace, true) {
+            match &rule.namespace {
+                None => cluster.push(rule_json(&rule)),
+                Some(ns) => local.entry(ns.clone()).or_default().push(rule_json(&rule)),
+            }
+        }
+        let home = local.remove(namespace).unwrap_or_default();
+        let namespaces = std::iter::once((namespace.to_string(), home))
+            .chain(local)
+            .filter(|(_, rules)| !rules.is_empty())
+            .collect();
+        Ok(RbacPlan {
+            cluster,
+            namespaces,
+        })
+    }
+}
+
 /// ork's Namespace, its ServiceAccount, a ClusterRole and ClusterRoleBinding for what is needed
 /// cluster-wide (left out when nothing is), and a Role and RoleBinding in each namespace where
 /// something is needed there only: ork's own (the Lease, its Secrets) and the namespace of each
 /// entry that watches one namespace.
 ///
 /// # Errors
-/// A managed resource whose plural only the API server knows (RBAC names resources by plural).
+/// As [`RbacPlan::derive`].
 pub fn rbac_objects(katalog: &Katalog, katalog_path: &Path, names: &Names) -> Result<Vec<Value>> {
-    if let Some(u) = unresolved(katalog).first() {
-        bail!(
-            "{}: spec.crds.{}.operatorBox.reconcile.remote.managedResources[{}]: the plural of {} is only known to the API server, and RBAC names resources by plural\n    hint: add `plural:` (the CRD's spec.names.plural)",
-            katalog_path.display(),
-            u.entry,
-            u.index,
-            u.what
-        );
-    }
-    let mut cluster: Vec<Value> = Vec::new();
-    let mut local: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    local.insert(names.namespace.clone(), Vec::new());
-    for rule in rules(katalog, &names.namespace, true) {
-        match &rule.namespace {
-            None => cluster.push(rule_json(&rule)),
-            Some(ns) => local.entry(ns.clone()).or_default().push(rule_json(&rule)),
-        }
-    }
+    let plan = RbacPlan::derive(katalog, katalog_path, &names.namespace)?;
     let subjects =
         json!([{"kind": "ServiceAccount", "name": names.name, "namespace": names.namespace}]);
     let mut docs = vec![
@@ -122,11 +147,11 @@ pub fn rbac_objects(katalog: &Katalog, katalog_path: &Path, names: &Names) -> Re
             "metadata": {"name": names.name, "namespace": names.namespace, "labels": labels()},
         }),
     ];
-    if !cluster.is_empty() {
+    if !plan.cluster.is_empty() {
         docs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": names.name, "labels": labels()},
-            "rules": cluster,
+            "rules": plan.cluster,
         }));
         docs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -135,12 +160,7 @@ pub fn rbac_objects(katalog: &Katalog, katalog_path: &Path, names: &Names) -> Re
             "subjects": subjects,
         }));
     }
-    // ork's own namespace first, then the others in name order.
-    let home = local.remove(&names.namespace).unwrap_or_default();
-    for (ns, rules) in std::iter::once((names.namespace.clone(), home)).chain(local) {
-        if rules.is_empty() {
-            continue;
-        }
+    for (ns, rules) in plan.namespaces {
         docs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": names.name, "namespace": ns, "labels": labels()},
@@ -333,9 +353,58 @@ fn documents(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The HTTP port of the container: probes, metrics, `/katalog`.
+const HTTP_PORT: u16 = 8080;
+
+/// The workload's settings that a chart user may change, with the defaults the bundle uses.
+fn resources() -> Value {
+    json!({"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
+}
+
+fn pod_security_context() -> Value {
+    json!({
+        "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    })
+}
+
+fn container_security_context() -> Value {
+    json!({
+        "allowPrivilegeEscalation": false,
+        "readOnlyRootFilesystem": true,
+        "capabilities": {"drop": ["ALL"]},
+    })
+}
+
+fn probes() -> Value {
+    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10, "failureThreshold": 3});
+    json!({"liveness": probe("/healthz"), "readiness": probe("/readyz")})
+}
+
+/// The Katalog's ConfigMap data (`katalog.yaml` and the files it names) and the volume's items
+/// (empty when only the Katalog is mounted).
+fn katalog_data(
+    katalog_text: &str,
+    mounted: &Mounted,
+) -> (serde_json::Map<String, Value>, Vec<Value>) {
+    let mut data = serde_json::Map::new();
+    data.insert("katalog.yaml".into(), json!(katalog_text));
+    let mut items = Vec::new();
+    if !mounted.files.is_empty() {
+        items.push(json!({"key": "katalog.yaml", "path": "katalog.yaml"}));
+    }
+    for (key, (path, content)) in &mounted.files {
+        data.insert(key.clone(), json!(content));
+        items.push(json!({"key": key, "path": path}));
+    }
+    (data, items)
+}
+
 /// Namespace, the CRDs of `crdFile`s, RBAC, the Katalog (and the files it names) as a
-/// ConfigMap, and a Deployment running `ork run --no-dev-files` with leader election, probes,
-/// resource requests and a locked-down security context.
+/// ConfigMap, a Deployment running `ork run --no-dev-files` with leader election, probes,
+/// resource requests and a locked-down security context, and a Service for its metrics.
+/// `charts/ork` renders the same objects from the values [`values_document`] writes (a test
+/// renders both and compares them).
 ///
 /// # Errors
 /// As [`rbac_objects`]; a file the Katalog names that cannot be read or lies outside its folder.
@@ -359,23 +428,17 @@ pub fn bundle_objects(
     docs.splice(1..1, crds);
     let mounted = Mounted::collect(katalog, katalog_path)?;
     let config_map = format!("{}-katalog", names.name);
-    let mut data = serde_json::Map::new();
-    data.insert("katalog.yaml".into(), json!(katalog_text));
-    let mut items = vec![json!({"key": "katalog.yaml", "path": "katalog.yaml"})];
-    for (key, (path, content)) in &mounted.files {
-        data.insert(key.clone(), json!(content));
-        items.push(json!({"key": key, "path": path}));
-    }
+    let (data, items) = katalog_data(katalog_text, &mounted);
     docs.push(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": config_map, "namespace": ns, "labels": labels()},
         "data": data,
     }));
     let mut volume = json!({"name": "katalog", "configMap": {"name": config_map}});
-    if !mounted.files.is_empty() {
+    if !items.is_empty() {
         volume["configMap"]["items"] = json!(items);
     }
-    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10, "failureThreshold": 3});
+    let probes = probes();
     docs.push(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": names.name, "namespace": ns, "labels": labels()},
@@ -387,34 +450,25 @@ pub fn bundle_objects(
                 "spec": {
                     "serviceAccountName": names.name,
                     "terminationGracePeriodSeconds": 30,
-                    "securityContext": {
-                        "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": pod_security_context(),
                     "containers": [{
                         "name": "ork",
                         "image": image,
+                        "imagePullPolicy": "IfNotPresent",
                         "args": [
                             "run", "-k", format!("{MOUNT}/katalog.yaml"), work,
                             "--no-dev-files",
-                            "--http-addr=0.0.0.0:8080", "--log-json", "--shutdown-grace=20s",
+                            format!("--http-addr=0.0.0.0:{HTTP_PORT}"), "--log-json", "--shutdown-grace=20s",
                         ],
                         "env": [
                             {"name": "ORK_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                         ],
-                        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                        "livenessProbe": probe("/healthz"),
-                        "readinessProbe": probe("/readyz"),
-                        "resources": {
-                            "requests": {"cpu": "50m", "memory": "64Mi"},
-                            "limits": {"memory": "256Mi"},
-                        },
-                        "securityContext": {
-                            "allowPrivilegeEscalation": false,
-                            "readOnlyRootFilesystem": true,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
+                        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+                        "livenessProbe": probes["liveness"],
+                        "readinessProbe": probes["readiness"],
+                        "resources": resources(),
+                        "securityContext": container_security_context(),
                         "volumeMounts": [{"name": "katalog", "mountPath": MOUNT, "readOnly": true}],
                     }],
                     "volumes": [volume],
@@ -422,5 +476,141 @@ pub fn bundle_objects(
             },
         },
     }));
+    docs.push(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": format!("{}-metrics", names.name), "namespace": ns, "labels": labels()},
+        "spec": {
+            "selector": {"app.kubernetes.io/name": "ork"},
+            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }));
     Ok(docs)
+}
+
+pub fn values(katalog_path: &Path, names: &Names, image: &str, scale: Scale) -> ExitCode {
+    let result = load(katalog_path).and_then(|k| {
+        let text = std::fs::read_to_string(katalog_path)
+            .with_context(|| format!("{}", katalog_path.display()))?;
+        values_document(&k, katalog_path, &text, names, image, scale)
+    });
+    match result {
+        Ok(text) => {
+            crate::output::emit(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ork generate values: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The values file of `charts/ork` for a Katalog: the Katalog and the files it names, its
+/// CRDs, the RBAC plan for ork's namespace, and the workload's defaults (the bundle's), each
+/// section with a comment for the reader. `charts/ork/values.yaml` is this document for
+/// `examples/webapp/katalog.yaml` (a test keeps it so).
+///
+/// # Errors
+/// As [`bundle_objects`].
+pub fn values_document(
+    katalog: &Katalog,
+    katalog_path: &Path,
+    katalog_text: &str,
+    names: &Names,
+    image: &str,
+    scale: Scale,
+) -> Result<String> {
+    let plan = RbacPlan::derive(katalog, katalog_path, &names.namespace)?;
+    let mounted = Mounted::collect(katalog, katalog_path)?;
+    let files: Vec<Value> = mounted
+        .files
+        .iter()
+        .map(|(key, (path, content))| json!({"key": key, "path": path, "content": content}))
+        .collect();
+    let namespaces: Vec<Value> = plan
+        .namespaces
+        .iter()
+        .map(|(ns, rules)| json!({"namespace": ns, "rules": rules}))
+        .collect();
+    let sections: Vec<(&str, &str, Value)> = vec![
+        (
+            "name",
+            "The ServiceAccount, (Cluster)Role(Binding)s and Deployment are called this;\n# the Katalog's ConfigMap <name>-katalog, the metrics Service <name>-metrics.",
+            json!(names.name),
+        ),
+        (
+            "image",
+            "The ork container image (see the Dockerfile).",
+            json!(image),
+        ),
+        ("imagePullPolicy", "", json!("IfNotPresent")),
+        ("imagePullSecrets", "", json!([])),
+        (
+            "replicas",
+            "Replicas of the Deployment.",
+            json!(scale.replicas),
+        ),
+        (
+            "shards",
+            "1: one leader at a time (--leader-elect); more: --shards N, split over the replicas (SPEC §12).",
+            json!(scale.shards),
+        ),
+        (
+            "katalog",
+            "The Katalog and the files it names, mounted at /etc/ork. With existingConfigMap set, that\n# ConfigMap (key katalog.yaml, and the files' keys) is mounted instead and content and files\n# are unused. The RBAC below must still be the Katalog's: regenerate it with\n# `ork generate values -k katalog.yaml --namespace NS`.",
+            json!({"existingConfigMap": "", "content": katalog_text, "files": files}),
+        ),
+        (
+            "installCRDs",
+            "Install the CRDs of the Katalog's crdFiles with the chart.",
+            json!(true),
+        ),
+        ("crds", "", Value::Array(crd_objects(katalog)?)),
+        (
+            "rbac",
+            "What the Katalog needs, as `ork generate rbac --namespace NAMESPACE` derives it. Generated\n# for one namespace: installing into another fails (regenerate for it).",
+            json!({
+                "create": true,
+                "namespace": names.namespace,
+                "clusterRules": plan.cluster,
+                "namespaces": namespaces,
+            }),
+        ),
+        ("resources", "", resources()),
+        (
+            "podSecurityContext",
+            "Non-root, seccomp RuntimeDefault; the container: read-only root, no privilege escalation, no capabilities.",
+            pod_security_context(),
+        ),
+        ("securityContext", "", container_security_context()),
+        ("probes", "", probes()),
+        (
+            "metrics",
+            "A Service in front of the HTTP port (/metrics, /healthz, /readyz, /katalog).",
+            json!({"service": true}),
+        ),
+        (
+            "extraArgs",
+            "More arguments to `ork run` (e.g. --log-level=debug).",
+            json!([]),
+        ),
+        ("podAnnotations", "", json!({})),
+        ("nodeSelector", "", json!({})),
+        ("tolerations", "", json!([])),
+        ("affinity", "", json!({})),
+    ];
+    let mut out = format!(
+        "# Values of the ork chart, written by `ork generate values -k {}`.\n# Regenerate them for your Katalog; edit the workload settings at will.\n",
+        katalog_path.display()
+    );
+    for (key, comment, value) in sections {
+        let yaml = serde_saphyr::to_string(&json!({ key: value }))
+            .map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
+        out.push('\n');
+        if !comment.is_empty() {
+            out.push_str(&format!("# {comment}\n"));
+        }
+        out.push_str(&yaml);
+    }
+    Ok(out)
 }
