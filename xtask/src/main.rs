@@ -121,6 +121,7 @@ fn test(args: &[&str]) -> Result<()> {
     cmd.current_dir(workspace_root())
         .env("KUBECONFIG", cluster.kubeconfig())
         .env("ORK_HELM", helm::binary())
+        .env("ORK_EXPECT_KUBERNETES", &version)
         .arg("test");
     if e2e {
         for (package, test) in E2E {

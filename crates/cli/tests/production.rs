@@ -303,7 +303,8 @@ fn generate_rbac(katalog: &std::path::Path, ns: &str, name: &str) -> Result<Stri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Result<()> {
-    use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 
     let svc = FakeService::start(webapp_answer).await?;
@@ -326,15 +327,18 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
 
     let result = async {
-        // The controller manager gives the ServiceAccount a token Secret.
+        // A token for the ServiceAccount from the TokenRequest API (1.24+ no longer gives every
+        // ServiceAccount a token Secret).
         let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &home.name);
-        let secrets: Api<Secret> = Api::namespaced(admin.clone(), &home.name);
+        let request: TokenRequest = serde_json::from_value(serde_json::json!({
+            "spec": {"audiences": [], "expirationSeconds": 3600}
+        }))?;
         let token = wait_for("the ServiceAccount token", WAIT, || async {
-            let sa = accounts.get(&name).await.ok()?;
-            let secret_name = sa.secrets?.first()?.name.clone()?;
-            let secret = secrets.get(&secret_name).await.ok()?;
-            let token = secret.data?.get("token")?.0.clone();
-            String::from_utf8(token).ok()
+            let answer = accounts
+                .create_token_request(&name, &Default::default(), &request)
+                .await
+                .ok()?;
+            Some(answer.status?.token)
         })
         .await?;
         let kubeconfig = dir.join("kubeconfig");

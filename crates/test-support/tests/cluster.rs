@@ -41,3 +41,21 @@ async fn crd_established_cr_applied_and_seen_by_a_watcher() -> anyhow::Result<()
     assert!(managers.contains(&"ork-test".to_string()), "{managers:?}");
     Ok(())
 }
+
+/// The suite runs on a Kubernetes ork supports (SPEC §13: 1.33 and newer), and the one
+/// `cargo xtask test --version` asked for when it says (`ORK_EXPECT_KUBERNETES`).
+#[tokio::test]
+async fn the_cluster_is_a_supported_kubernetes() -> anyhow::Result<()> {
+    let info = client().await?.apiserver_version().await?;
+    let minor: u32 = info.minor.trim_end_matches('+').parse()?;
+    assert_eq!(info.major, "1", "{info:?}");
+    assert!(
+        minor >= 33,
+        "Kubernetes {} is older than ork supports",
+        info.git_version
+    );
+    if let Ok(expected) = std::env::var("ORK_EXPECT_KUBERNETES") {
+        assert_eq!(info.git_version, format!("v{expected}"));
+    }
+    Ok(())
+}
