@@ -86,7 +86,7 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 9] = [
+const E2E: [(&str, &str); 10] = [
     ("ork", "core"),
     ("ork", "run"),
     ("ork", "orkestra"),
@@ -95,6 +95,7 @@ const E2E: [(&str, &str); 9] = [
     ("ork", "shards"),
     ("ork", "simulate"),
     ("ork", "helm"),
+    ("ork", "tenancy"),
     ("ork-test-support", "cluster"),
 ];
 

@@ -14,6 +14,9 @@ pub enum Retry {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// The CR could not be read whole (SPEC §11): nothing of it is sent or applied.
+    #[error("the CR cannot be decoded: {0}")]
+    Undecodable(String),
     /// A validation rule with `action: deny` failed.
     #[error("validation failed: {0}")]
     Denied(String),
@@ -57,6 +60,8 @@ impl ReconcileError {
     pub fn blames_service(&self) -> bool {
         match self {
             ReconcileError::WriteFailed(w) => !(w.is_conflict() || w.is_unavailable()),
+            // The CR's author wrote what cannot be read; the service never saw it.
+            ReconcileError::Undecodable(_) => false,
             _ => true,
         }
     }

@@ -63,6 +63,13 @@ pub(crate) struct Metrics {
     leader: Gauge,
     shards_held: Gauge,
     shard_queue_depth: Family<ShardLabel, Gauge>,
+    undecodable: Family<KindLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    entry: String,
+    kind: String,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -138,7 +145,14 @@ impl Metrics {
             "Keys waiting in this replica's queues, per shard (with --shards)",
             shard_queue_depth.clone(),
         );
+        let undecodable = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "ork_undecodable_objects",
+            "Watched objects (CRs, children) ork could not read whole, e.g. nested too deep",
+            undecodable.clone(),
+        );
         Metrics {
+            undecodable,
             shards_held,
             shard_queue_depth,
             registry: std::sync::Arc::new(registry),
@@ -176,6 +190,15 @@ impl Metrics {
                 outcome: outcome.into(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    pub fn undecodable(&self, entry: &str, kind: &str) {
+        self.undecodable
+            .get_or_create(&KindLabels {
+                entry: entry.into(),
+                kind: kind.into(),
+            })
+            .inc();
     }
 
     pub fn applied(&self, entry: &str, kind: &str, result: &str) {

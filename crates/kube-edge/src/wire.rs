@@ -6,17 +6,41 @@
 //! `managedFields` entry, often the bigger half of an object, which ork drops at once. Here the
 //! top level is walked once, and of `managedFields` only the managers' names are looked at:
 //! whether ork's field manager is among them.
+//!
+//! Decoding is per object (SPEC §11): a field nested deeper than [`MAX_DEPTH`] is skipped
+//! without recursion (the JSON decoder's own limit, 128 levels for the whole document, would fail
+//! the whole list page and with it every other object of the entry). The object is still read,
+//! without that subtree, and marked with [`UNDECODABLE`] so nothing acts on its partial content:
+//! a reconcile of such a CR fails and says why, and the watches skip such children.
 
 use std::borrow::Cow;
 
 use kube::Resource;
 use kube::core::{ApiResource, DynamicObject, DynamicResourceScope, ObjectMeta, TypeMeta};
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
+use serde::de::{
+    DeserializeSeed, Deserializer, IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::labels::FIELD_MANAGER;
+
+/// How deep a field's value may nest (below the object's top level) to be read. A list page
+/// adds 3 levels and a watch event 2 above it, well inside the JSON decoder's 128.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// The annotation, in ork's memory only (never written), that marks an object ork could not
+/// read whole; its value says why. See [`undecodable`].
+pub(crate) const UNDECODABLE: &str = "internal.ork.dev/undecodable";
+
+/// Why an object could not be read whole, when it could not.
+pub(crate) fn undecodable(meta: &ObjectMeta) -> Option<&str> {
+    meta.annotations
+        .as_ref()?
+        .get(UNDECODABLE)
+        .map(String::as_str)
+}
 
 /// An object as read, and whether ork's field manager wrote any of its fields.
 #[derive(Debug, Clone, Serialize)]
@@ -89,6 +113,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         let (mut api_version, mut kind, mut metadata) = (None, None, None);
         let mut written_by_ork = false;
         let mut data = Map::new();
+        let mut skipped: Option<String> = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "apiVersion" => api_version = Some(map.next_value::<String>()?),
@@ -99,12 +124,26 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                     })?);
                 }
                 _ => {
-                    let value = map.next_value::<Value>()?;
+                    let mut too_deep = false;
+                    let value = map.next_value_seed(Bounded {
+                        depth: MAX_DEPTH,
+                        too_deep: &mut too_deep,
+                    })?;
+                    if too_deep && skipped.is_none() {
+                        skipped = Some(key.clone());
+                    }
                     data.insert(key, value);
                 }
             }
         }
-        let metadata = metadata.ok_or_else(|| serde::de::Error::missing_field("metadata"))?;
+        let mut metadata: ObjectMeta =
+            metadata.ok_or_else(|| serde::de::Error::missing_field("metadata"))?;
+        if let Some(path) = skipped {
+            metadata.annotations.get_or_insert_default().insert(
+                UNDECODABLE.into(),
+                format!("the object's {path} is nested deeper than {MAX_DEPTH} levels; ork cannot read it"),
+            );
+        }
         let types = match (api_version, kind) {
             (Some(api_version), Some(kind)) => Some(TypeMeta { api_version, kind }),
             _ => None,
@@ -117,6 +156,98 @@ impl<'de> Visitor<'de> for ObjectVisitor {
             },
             written_by_ork,
         })
+    }
+}
+
+/// A JSON value read up to `depth` more levels; a deeper container is skipped unread (no
+/// recursion: the decoder's own skipping is iterative) and `too_deep` set.
+struct Bounded<'a> {
+    depth: usize,
+    too_deep: &'a mut bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Bounded<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Bounded<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        self.deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        if self.depth == 0 {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            *self.too_deep = true;
+            return Ok(Value::Array(out));
+        }
+        while let Some(v) = seq.next_element_seed(Bounded {
+            depth: self.depth - 1,
+            too_deep: self.too_deep,
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        if self.depth == 0 {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            *self.too_deep = true;
+            return Ok(Value::Object(out));
+        }
+        while let Some(key) = map.next_key::<String>()? {
+            let v = map.next_value_seed(Bounded {
+                depth: self.depth - 1,
+                too_deep: self.too_deep,
+            })?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -246,6 +377,50 @@ mod tests {
             .remove("managedFields");
         let lean: Lean = serde_json::from_value(v).expect("object");
         assert!(!lean.written_by_ork);
+    }
+
+    /// `{"a": {"a": … 1 …}}`, `levels` maps deep.
+    fn nested(levels: usize) -> String {
+        format!("{}1{}", "{\"a\":".repeat(levels), "}".repeat(levels))
+    }
+
+    #[test]
+    fn a_field_nested_too_deep_is_skipped_and_named_and_the_list_goes_on() {
+        let deep = format!(
+            r#"{{"metadata": {{"name": "deep"}}, "spec": {}, "status": {{"ok": true}}}}"#,
+            nested(150)
+        );
+        let fine = object().to_string();
+        // A list page, as kube reads it: the deep item does not fail its neighbours.
+        let page = format!(r#"{{"items": [{fine}, {deep}, {fine}]}}"#);
+        #[derive(Deserialize)]
+        struct Page {
+            items: Vec<Lean>,
+        }
+        let page: Page = serde_json::from_str(&page).expect("the page decodes");
+        assert_eq!(page.items.len(), 3);
+        assert_eq!(undecodable(&page.items[0].object.metadata), None);
+        let why = undecodable(&page.items[1].object.metadata).expect("marked");
+        assert!(
+            why.contains("spec is nested deeper than 100 levels"),
+            "{why}"
+        );
+        assert_eq!(page.items[1].object.data["status"]["ok"], true);
+        // Exactly at the limit, the whole object is read.
+        let edge = format!(
+            r#"{{"metadata": {{"name": "edge"}}, "spec": {}}}"#,
+            nested(MAX_DEPTH)
+        );
+        let lean: Lean = serde_json::from_str(&edge).expect("object");
+        assert_eq!(undecodable(&lean.object.metadata), None);
+        assert_eq!(lean.object.data["spec"].to_string(), nested(MAX_DEPTH));
+        // Very deep (the API server takes a thousand levels and more) is no harder.
+        let deeper = format!(
+            r#"{{"metadata": {{"name": "x"}}, "spec": [{}]}}"#,
+            nested(100_000)
+        );
+        let lean: Lean = serde_json::from_str(&deeper).expect("object");
+        assert!(undecodable(&lean.object.metadata).is_some());
     }
 
     #[test]

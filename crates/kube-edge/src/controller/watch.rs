@@ -4,6 +4,7 @@
 //! items of a list come without them).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
@@ -14,10 +15,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 use super::runner::Controller;
+use crate::cache::key_of;
 use crate::cache::{CacheWriter, Holder};
 use crate::discovery::ChildType;
 use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
-use crate::wire::Lean;
+use crate::wire::{Lean, undecodable};
 
 /// Objects per page of a watch's (re-)list: a page is decoded whole, so its size is ork's
 /// transient memory at start-up (kube-runtime's 500 CRs with status took ~5 MB).
@@ -58,12 +60,19 @@ pub(super) async fn watch_crs(
     config: watcher::Config,
 ) {
     let resource = c.ctx.cr_resource.clone();
-    let mut stream = relist_expired_at_once(watcher(api, config))
-        .backoff(WatchBackoff::default())
-        .boxed();
+    let mut stream = resilient(watcher(api, config));
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
+                if let Some(o) = object_of(&event)
+                    && let Some(why) = undecodable(&o.object.metadata)
+                {
+                    // Kept (its reconcile fails and says why on the CR), never acted on.
+                    tracing::warn!(cr = %key_of(&o.object), reason = why, "a CR cannot be read whole");
+                    c.process
+                        .metrics
+                        .undecodable(&c.ctx.name, &c.ctx.entry.api_types.kind);
+                }
                 let event = plain(event, |o| typed(o.object, &resource));
                 writer.apply_watcher_event(&event);
                 c.cr_event(&event);
@@ -92,12 +101,20 @@ pub(super) async fn watch_children(
         .page_size(LIST_PAGE)
         .labels(&format!("{MANAGED}=true"));
     let resource = t.resource.clone();
-    let mut stream = relist_expired_at_once(watcher(api, config))
-        .backoff(WatchBackoff::default())
-        .boxed();
+    let mut stream = resilient(watcher(api, config));
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
+                if let Some(o) = object_of(&event)
+                    && !matches!(event, watcher::Event::Delete(_))
+                    && let Some(why) = undecodable(&o.object.metadata)
+                {
+                    // Not a child ork can judge: left out, as if absent (ork applies what the
+                    // service asks for again).
+                    tracing::warn!(kind = %t.managed.kind, child = %key_of(&o.object), reason = why, "a child cannot be read whole; skipped");
+                    c.process.metrics.undecodable(&c.ctx.name, &t.managed.kind);
+                    continue;
+                }
                 let event = plain(event, |o| typed(forget_foreign_owner(o), &resource));
                 writer.apply_watcher_event(&event);
                 c.child_event(type_index, scope.as_deref(), &event);
@@ -129,9 +146,7 @@ pub(super) async fn watch_holders(
     let config = watcher::Config::default()
         .page_size(LIST_PAGE)
         .labels(&format!("{MANAGED}!=true"));
-    let mut stream = relist_expired_at_once(watcher(api, config))
-        .backoff(WatchBackoff::default())
-        .boxed();
+    let mut stream = resilient(watcher(api, config));
     let holder = |o: &PartialObjectMeta<DynamicObject>| {
         let meta = &o.metadata;
         let mut holder = Holder::of(meta);
@@ -177,6 +192,44 @@ fn plain(
     }
 }
 
+/// The object an event carries, if any.
+fn object_of<K>(event: &watcher::Event<K>) -> Option<&K> {
+    match event {
+        watcher::Event::InitApply(o) | watcher::Event::Apply(o) | watcher::Event::Delete(o) => {
+            Some(o)
+        }
+        watcher::Event::Init | watcher::Event::InitDone => None,
+    }
+}
+
+/// A watcher that lists again at once when its watch expired, and otherwise waits out each
+/// failure with [`WatchBackoff`], which starts over only once the watch makes progress: an
+/// object or the end of a list, not the mere start of one (a list that fails on every page
+/// used to retry every 250 ms, since each attempt begins with `Init`).
+fn resilient<K: Send + 'static>(
+    stream: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
+) -> futures::stream::BoxStream<'static, watcher::Result<watcher::Event<K>>> {
+    let progress = Arc::new(AtomicBool::new(false));
+    let seen = progress.clone();
+    relist_expired_at_once(stream)
+        .inspect(move |item| {
+            if progressed(item) {
+                seen.store(true, Ordering::Relaxed);
+            }
+        })
+        .backoff(WatchBackoff {
+            last: None,
+            progress,
+        })
+        .boxed()
+}
+
+/// Whether a watch item is progress: an object or the end of a list, not an error nor the start
+/// of a list.
+fn progressed<K>(item: &watcher::Result<watcher::Event<K>>) -> bool {
+    matches!(item, Ok(e) if !matches!(e, watcher::Event::Init))
+}
+
 /// The API server leaves `apiVersion` and `kind` out of the items of a list, so after a
 /// (re-)list a cached object would lack them: the service would get a CR without its kind and
 /// every child would look changed. They are the watched type's.
@@ -214,11 +267,14 @@ fn relist_expired_at_once<K>(
 const EXPIRED_QUIET: Duration = Duration::from_secs(10);
 
 /// How a watch waits after an error: 250 ms doubling up to 5 s, ±20 % so that replicas do not
-/// retry in step, and back to 250 ms with the first event. kube-runtime's default grows to
-/// 30 s: after an API server restart, ork stayed blind for up to half a minute.
+/// retry in step, and back to 250 ms once the watch made progress (see [`resilient`]).
+/// kube-runtime's default grows to 30 s: after an API server restart, ork stayed blind for up
+/// to half a minute.
 #[derive(Debug, Default)]
 struct WatchBackoff {
     last: Option<Duration>,
+    /// Set when an event other than the start of a list came since the last reset.
+    progress: Arc<AtomicBool>,
 }
 
 impl WatchBackoff {
@@ -238,7 +294,9 @@ impl Iterator for WatchBackoff {
 
 impl Backoff for WatchBackoff {
     fn reset(&mut self) {
-        self.last = None;
+        if self.progress.swap(false, Ordering::Relaxed) {
+            self.last = None;
+        }
     }
 }
 
@@ -294,6 +352,31 @@ mod tests {
         );
         assert!(waits[7] >= Duration::from_secs(4), "{waits:?}");
         b.reset();
+        assert!(
+            b.next().is_some_and(|w| w >= Duration::from_secs(4)),
+            "no progress, no fresh start"
+        );
+        b.progress.store(true, Ordering::Relaxed);
+        b.reset();
         assert!(b.next().is_some_and(|w| w <= Duration::from_millis(300)));
+    }
+
+    #[test]
+    fn a_list_that_fails_after_it_began_backs_off_growing() {
+        let failed: watcher::Result<watcher::Event<()>> = Err(watcher::Error::NoResourceVersion);
+        assert!(!progressed(&Ok(watcher::Event::<()>::Init)));
+        assert!(!progressed(&failed));
+        assert!(progressed(&Ok(watcher::Event::InitApply(()))));
+        assert!(progressed(&Ok(watcher::Event::<()>::InitDone)));
+        // What the stream does when every attempt begins a list and fails on its page: reset
+        // (after `Init`), then the next wait.
+        let mut b = WatchBackoff::default();
+        let waits: Vec<Duration> = (0..6)
+            .map(|_| {
+                b.reset();
+                b.next().expect("a wait")
+            })
+            .collect();
+        assert!(waits[5] >= Duration::from_secs(4), "{waits:?}");
     }
 }

@@ -43,11 +43,16 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             later: None,
         };
     };
-    if job.cr.meta().deletion_timestamp.is_some() {
+    let mut own = OwnWrites::default();
+    // Before anything reads it, finalizing included: a CR ork could not read whole is never
+    // sent to the service, and its failure is recorded on it (condition, event) and retried.
+    let undecodable =
+        crate::wire::undecodable(job.cr.meta()).map(|why| ReconcileError::Undecodable(why.into()));
+    if undecodable.is_none() && job.cr.meta().deletion_timestamp.is_some() {
         return finalize::finalize(ctx, ports, job, &owner).await;
     }
-    let mut own = OwnWrites::default();
-    if let Some(gate) = &ctx.reconcile_gate
+    if undecodable.is_none()
+        && let Some(gate) = &ctx.reconcile_gate
         && let Err(why) = gate.evaluate(&gate_context(&job.cr, &job.health), &job.sentinels)
     {
         tracing::info!(reason = %why, "gated");
@@ -60,7 +65,10 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             later: None,
         };
     }
-    let result = call_and_apply(ctx, ports, job, &owner, &mut own).await;
+    let result = match undecodable {
+        Some(e) => Err(e),
+        None => call_and_apply(ctx, ports, job, &owner, &mut own).await,
+    };
     let elapsed = started.elapsed();
     let changed_children = !own.applied.is_empty() || !own.deleted.is_empty();
     let (outcome, decision) = match result {

@@ -1,0 +1,201 @@
+//! Safe in a shared cluster (SPEC §11, second round): what one tenant or CR author writes cannot
+//! stop ork for the others. Each test reproduces an attack against the local cluster.
+
+mod common;
+
+use common::*;
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use ork_test_support::fake_service::{FakeService, Reply};
+use ork_test_support::{TestNamespace, apply_yaml, client, wait_for};
+use serde_json::{Value, json};
+
+/// A CRD of its own (a group per test run), namespaced, whose `spec` keeps any field: the kind a
+/// tenant can fill with anything the API server accepts.
+fn open_crd(group: &str) -> String {
+    format!(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: boxes.{group}}}
+spec:
+  group: {group}
+  scope: Namespaced
+  names: {{plural: boxes, singular: box, kind: Box}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {{status: {{}}}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+            status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#
+    )
+}
+
+/// `{"a": {"a": … "bottom" …}}`, `levels` maps deep.
+fn nested(levels: usize) -> Value {
+    let mut v = json!("bottom");
+    for _ in 0..levels {
+        v = json!({ "a": v });
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cr_nested_too_deep_is_named_on_itself_and_stops_nobody_else() -> Result<()> {
+    let admin = client().await?;
+    let a = TestNamespace::create(&admin).await?;
+    let b = TestNamespace::create(&admin).await?;
+    let group = format!("{}.ork.dev", a.name);
+    apply_yaml(&admin, &open_crd(&group), &a.name).await?;
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "Box"), "boxes");
+    let result = async {
+        wait_for("the CRD to be served", WAIT, || async {
+            Api::<DynamicObject>::namespaced_with(admin.clone(), &a.name, &ar)
+                .list(&ListParams::default())
+                .await
+                .ok()
+        })
+        .await?;
+        // Raw requests: kube's typed decoding of the deep object would fail in the test too.
+        let path = |ns: &str| format!("/apis/{group}/v1/namespaces/{ns}/boxes");
+        let create = |ns: &str, name: &str, spec: Value| {
+            let body = json!({
+                "apiVersion": format!("{group}/v1"), "kind": "Box",
+                "metadata": {"name": name}, "spec": spec,
+            });
+            let req = kube::core::Request::new(path(ns))
+                .create(&PostParams::default(), body.to_string().into_bytes());
+            let admin = admin.clone();
+            async move { anyhow::Ok(admin.request_text(req?).await?) }
+        };
+        // The Ready condition of a Box, read without decoding its spec (skipped unread).
+        let ready_of = |ns: &str, name: &str| {
+            let req = kube::core::Request::new(path(ns)).get(name, &Default::default());
+            let admin = admin.clone();
+            async move {
+                #[derive(serde::Deserialize)]
+                struct StatusOnly {
+                    status: Option<Value>,
+                }
+                let text = admin.request_text(req.ok()?).await.ok()?;
+                let status = serde_json::from_str::<StatusOnly>(&text).ok()?.status?;
+                status["conditions"]
+                    .as_array()?
+                    .iter()
+                    .find(|c| c["type"] == "Ready")
+                    .map(|c| {
+                        (
+                            c["status"].as_str().unwrap_or_default().to_string(),
+                            c["message"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+            }
+        };
+        // Before ork starts, so its first list holds it (kube's decoder stops at 128 levels; the
+        // whole list used to fail, again and again, and the entry never became ready).
+        create(&a.name, "deep", nested(150)).await?;
+        create(&b.name, "plain", json!({"size": 1})).await?;
+
+        let svc = FakeService::start(|_| Reply::ok(json!({"status": {"phase": "Packed"}}))).await?;
+        let katalog = format!(
+            r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: tenancy}}
+spec:
+  crds:
+    box:
+      apiTypes: {{group: {group}, version: v1, kind: Box, plural: boxes}}
+      operatorBox:
+        reconcile:
+          default: false
+          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
+          remote:
+            endpoint: "{}"
+            timeout: 2s
+"#,
+            svc.url
+        );
+        let dir = std::env::temp_dir().join(format!("ork-tenancy-{}", a.name));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("katalog.yaml"), katalog)?;
+        let ork = spawn_ork(&dir.join("katalog.yaml"), &dir.join("ork.log"), &[], &[])?;
+
+        // The other tenant's CR is reconciled, and ork is ready.
+        wait_for("the plain Box Ready", WAIT, || async {
+            ready_of(&b.name, "plain")
+                .await
+                .filter(|(s, _)| s == "True")
+        })
+        .await?;
+        wait_for("ork ready", WAIT, || async {
+            let (code, _) = get(ork.http, "/readyz").await.ok()?;
+            (code == 200).then_some(())
+        })
+        .await?;
+        // A CR created after the start is reconciled too.
+        create(&a.name, "later", json!({"size": 2})).await?;
+        wait_for("the later Box Ready", WAIT, || async {
+            ready_of(&a.name, "later")
+                .await
+                .filter(|(s, _)| s == "True")
+        })
+        .await?;
+
+        // The deep one says why on itself, and the service never saw it.
+        let (_, message) = wait_for("the deep Box Ready=False", WAIT, || async {
+            ready_of(&a.name, "deep")
+                .await
+                .filter(|(s, _)| s == "False")
+        })
+        .await?;
+        assert!(
+            message.contains("spec is nested deeper than 100 levels"),
+            "{message}"
+        );
+        let events = Api::<Event>::namespaced(admin.clone(), &a.name);
+        let warning = wait_for("a Warning event on the deep Box", WAIT, || async {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            list.items.into_iter().find(|e| {
+                e.involved_object.name.as_deref() == Some("deep")
+                    && e.type_.as_deref() == Some("Warning")
+            })
+        })
+        .await?;
+        assert!(
+            warning
+                .message
+                .unwrap_or_default()
+                .contains("nested deeper than 100 levels")
+        );
+        assert!(
+            svc.received()
+                .iter()
+                .all(|r| r.body["object"]["metadata"]["name"] != "deep"),
+            "the deep CR was sent to the service"
+        );
+        let (_, metrics) = get(ork.http, "/metrics").await?;
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("ork_undecodable_objects_total{") && !l.ends_with(" 0")),
+            "{metrics}"
+        );
+        drop(ork);
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    let _ = Api::<CustomResourceDefinition>::all(admin.clone())
+        .delete(&format!("boxes.{group}"), &DeleteParams::default())
+        .await;
+    result
+}
