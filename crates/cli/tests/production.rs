@@ -274,37 +274,8 @@ async fn sigterm_finishes_in_flight_work_releases_the_lease_and_exits_zero() -> 
 }
 
 /// A kubeconfig for the local cluster that authenticates with `token` instead of the admin's.
-fn kubeconfig_with_token(token: &str, path: &std::path::Path) -> Result<()> {
-    let mut kc = kube::config::Kubeconfig::read_from(ork_test_support::kubeconfig_path())?;
-    for user in &mut kc.auth_infos {
-        if let Some(info) = user.auth_info.as_mut() {
-            info.token = Some(token.to_string().into());
-        }
-    }
-    std::fs::write(path, serde_json::to_string(&kc)?)?;
-    Ok(())
-}
-
-/// Runs `ork generate rbac` for the test's Katalog and returns the YAML.
-fn generate_rbac(katalog: &std::path::Path, ns: &str, name: &str) -> Result<String> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ork"))
-        .args(["generate", "rbac", "-k"])
-        .arg(katalog)
-        .args(["--namespace", ns, "--name", name])
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "generate rbac failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8(out.stdout)?)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Result<()> {
-    use k8s_openapi::api::authentication::v1::TokenRequest;
-    use k8s_openapi::api::core::v1::ServiceAccount;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 
     let svc = FakeService::start(webapp_answer).await?;
@@ -327,20 +298,7 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
 
     let result = async {
-        // A token for the ServiceAccount from the TokenRequest API (1.24+ no longer gives every
-        // ServiceAccount a token Secret).
-        let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &home.name);
-        let request: TokenRequest = serde_json::from_value(serde_json::json!({
-            "spec": {"audiences": [], "expirationSeconds": 3600}
-        }))?;
-        let token = wait_for("the ServiceAccount token", WAIT, || async {
-            let answer = accounts
-                .create_token_request(&name, &Default::default(), &request)
-                .await
-                .ok()?;
-            Some(answer.status?.token)
-        })
-        .await?;
+        let token = service_account_token(&admin, &home.name, &name).await?;
         let kubeconfig = dir.join("kubeconfig");
         kubeconfig_with_token(&token, &kubeconfig)?;
         let kubeconfig_arg = format!("--kubeconfig={}", kubeconfig.display());

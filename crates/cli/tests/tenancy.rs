@@ -199,3 +199,106 @@ spec:
         .await;
     result
 }
+
+fn rbac_answer(resources: Value) -> Reply {
+    Reply::ok(json!({"status": {"phase": "Bound"}, "resources": resources}))
+}
+
+fn grant_all_role() -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+           "metadata": {"name": "grant-all"},
+           "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]})
+}
+
+fn binding(name: &str, role_kind: &str, role: &str, group: &str) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+           "metadata": {"name": name},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+           "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+}
+
+/// Under exactly the RBAC `ork generate rbac` derives, a service that manages Roles and
+/// RoleBindings can neither grant more than ork holds nor bind a role the Katalog did not name;
+/// a binding to a role it did name (`bindRoles`) is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_cannot_grant_what_ork_does_not_hold_nor_bind_undeclared_roles() -> Result<()> {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let home = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, CRD, &ns.name).await?;
+    let svc = FakeService::start(|_| {
+        rbac_answer(json!([
+            grant_all_role(),
+            binding("everyone", "Role", "grant-all", "system:authenticated")
+        ]))
+    })
+    .await?;
+    let katalog = katalog(
+        &ns.name,
+        &http(&svc.url),
+        "              - {group: rbac.authorization.k8s.io, version: v1, plural: roles}
+              - {group: rbac.authorization.k8s.io, version: v1, plural: rolebindings, bindRoles: [{kind: ClusterRole, name: view}]}
+",
+    );
+    let dir = std::env::temp_dir().join(format!("ork-tenancy-rbac-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("katalog.yaml");
+    std::fs::write(&path, katalog)?;
+    let name = format!("ork-{}", ns.name);
+    let result = async {
+        let _ork = spawn_ork_with_generated_rbac(&admin, &path, &home.name, &name).await?;
+        create_webapp(&admin, &ns.name, "web", "nginx:1").await?;
+        let api = webapps(&admin, &ns.name).await?;
+        let roles: Api<Role> = Api::namespaced(admin.clone(), &ns.name);
+        let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), &ns.name);
+
+        // A binding of a role bindRoles does not list: the whole answer is refused.
+        let (_, message) = wait_for("the binding refused", WAIT, || async {
+            let obj = api.get("web").await.ok()?;
+            ready(&obj).filter(|(s, m)| s == "False" && m.contains("bindRoles"))
+        })
+        .await?;
+        assert!(
+            message.contains("RoleBinding everyone binds Role grant-all"),
+            "{message}"
+        );
+        assert!(
+            roles.get_opt("grant-all").await?.is_none(),
+            "nothing applied"
+        );
+        assert!(bindings.get_opt("everyone").await?.is_none());
+
+        // A Role granting more than ork holds: the API server refuses it (no `escalate`).
+        svc.set_script(|_| rbac_answer(json!([grant_all_role()])));
+        wait_for("the Role refused", WAIT, || async {
+            let obj = api.get("web").await.ok()?;
+            ready(&obj).filter(|(s, m)| s == "False" && m.contains("forbidden"))
+        })
+        .await?;
+        assert!(roles.get_opt("grant-all").await?.is_none());
+
+        // A binding of a declared role: applied.
+        svc.set_script(|_| {
+            rbac_answer(json!([binding(
+                "viewers",
+                "ClusterRole",
+                "view",
+                "tenant-a"
+            )]))
+        });
+        wait_ready(&api, "web", "True").await?;
+        let viewers = bindings.get("viewers").await?;
+        assert_eq!(viewers.role_ref.name, "view");
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    let _ = Api::<ClusterRole>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    result
+}

@@ -138,6 +138,7 @@ fn k6_a_service_intent_selector_is_checked_like_labels() {
             namespaced: true,
             namespaces: Vec::new(),
             cluster_scoped: false,
+            bind_roles: Vec::new(),
         }],
         "ork-system",
     );

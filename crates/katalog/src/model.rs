@@ -828,9 +828,41 @@ pub struct ManagedResource {
     /// ork may take over an existing object of this type that no CR owns (SPEC §11); without
     /// it such an object is a failed reconcile that names it.
     pub adopt: bool,
+    /// For RoleBindings and ClusterRoleBindings: the only roles their `roleRef` may name
+    /// (SPEC §11). ork's RBAC gets `bind` on exactly these; an answer binding another role is
+    /// rejected whole.
+    pub bind_roles: Vec<BindRole>,
 }
 
+/// A role that children of a binding type may bind: `kind` is `ClusterRole` or `Role`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BindRole {
+    pub kind: String,
+    pub name: String,
+}
+
+/// The RBAC group, whose binding types may carry `bindRoles`.
+pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
 impl ManagedResource {
+    /// True for RoleBindings and ClusterRoleBindings.
+    pub fn is_binding(&self) -> bool {
+        self.group == RBAC_GROUP
+            && (matches!(self.plural.as_str(), "rolebindings" | "clusterrolebindings")
+                || matches!(
+                    self.kind.as_deref(),
+                    Some("RoleBinding" | "ClusterRoleBinding")
+                ))
+    }
+
+    /// True for Roles and ClusterRoles, whose rules grant what ork holds.
+    pub fn is_role(&self) -> bool {
+        self.group == RBAC_GROUP
+            && (matches!(self.plural.as_str(), "roles" | "clusterroles")
+                || matches!(self.kind.as_deref(), Some("Role" | "ClusterRole")))
+    }
+
     /// True when `plural` must still be found through discovery (by `kind`).
     pub fn needs_discovery(&self) -> bool {
         self.plural.is_empty()
@@ -875,6 +907,10 @@ pub struct ManagedResourceSpec {
     pub cluster_scoped: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopt: bool,
+    /// RoleBindings and ClusterRoleBindings only: the roles (`{kind: ClusterRole|Role, name}`)
+    /// their `roleRef` may name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bind_roles: Vec<BindRole>,
 }
 
 impl TryFrom<ManagedResourceSpec> for ManagedResource {
@@ -950,7 +986,7 @@ impl TryFrom<ManagedResourceSpec> for ManagedResource {
         {
             namespaces.push(ns.clone());
         }
-        Ok(ManagedResource {
+        ManagedResource {
             plural: plural
                 .or_else(|| builtin.map(|b| b.plural.to_string()))
                 .unwrap_or_default(),
@@ -966,7 +1002,55 @@ impl TryFrom<ManagedResourceSpec> for ManagedResource {
             namespace: s.namespace,
             namespaces,
             adopt: s.adopt,
-        })
+            bind_roles: Vec::new(),
+        }
+        .with_bind_roles(s.bind_roles)
+    }
+}
+
+impl ManagedResource {
+    /// `bindRoles` checked against the type: bindings only, ClusterRoleBindings bind
+    /// ClusterRoles only, role names as Kubernetes names them.
+    fn with_bind_roles(mut self, roles: Vec<BindRole>) -> Result<ManagedResource, String> {
+        if roles.is_empty() {
+            return Ok(self);
+        }
+        if !self.is_binding() {
+            return Err(format!(
+                "bindRoles is for rolebindings and clusterrolebindings ({RBAC_GROUP}), not {}",
+                self.describe()
+            ));
+        }
+        let cluster_binding = self.plural == "clusterrolebindings"
+            || self.kind.as_deref() == Some("ClusterRoleBinding");
+        for r in &roles {
+            match r.kind.as_str() {
+                "ClusterRole" => {}
+                "Role" if !cluster_binding => {}
+                "Role" => {
+                    return Err(format!(
+                        "bindRoles: a ClusterRoleBinding binds ClusterRoles only, not Role {}",
+                        r.name
+                    ));
+                }
+                other => {
+                    return Err(format!(
+                        "bindRoles: kind must be ClusterRole or Role, got \"{other}\""
+                    ));
+                }
+            }
+            if r.name.is_empty() || r.name.contains('/') || r.name.contains("{{") {
+                return Err(format!(
+                    "bindRoles: \"{}\" is not a role name (a literal name, no template)",
+                    r.name
+                ));
+            }
+        }
+        let mut roles = roles;
+        roles.sort();
+        roles.dedup();
+        self.bind_roles = roles;
+        Ok(self)
     }
 }
 
@@ -983,6 +1067,7 @@ impl From<&ManagedResource> for ManagedResourceSpec {
             namespaces: m.namespaces.clone(),
             cluster_scoped: m.cluster_scoped,
             adopt: m.adopt,
+            bind_roles: m.bind_roles.clone(),
         }
     }
 }

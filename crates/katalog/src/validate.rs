@@ -127,6 +127,26 @@ pub fn notices(katalog: &Katalog) -> Vec<Finding> {
                     Some("add `plural:` to fix it in the Katalog"),
                 );
             }
+            if m.is_role() {
+                f.add(
+                    format!("{rp}.managedResources[{i}]"),
+                    format!(
+                        "managing {} lets the service grant anyone what ork itself holds (ork has no `escalate`: nothing beyond that)",
+                        m.describe()
+                    ),
+                    Some("keep ork's own RBAC narrow; review what the service may write"),
+                );
+            }
+            if m.is_binding() && m.bind_roles.is_empty() {
+                f.add(
+                    format!("{rp}.managedResources[{i}]"),
+                    format!(
+                        "{} without bindRoles: every binding the service returns is refused",
+                        m.describe()
+                    ),
+                    Some("list the roles its bindings may name: `bindRoles: [{kind: ClusterRole, name: view}]` (ork gets `bind` on exactly those)"),
+                );
+            }
         }
     }
     f.found

@@ -150,6 +150,11 @@ pub async fn resolve_managed(
                 namespaced: found.namespaced,
                 namespaces: m.namespaces.clone(),
                 cluster_scoped: m.cluster_scoped,
+                bind_roles: m
+                    .bind_roles
+                    .iter()
+                    .map(|r| (r.kind.clone(), r.name.clone()))
+                    .collect(),
                 served_versions: found.served,
             },
             resource: ar,

@@ -9,7 +9,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
-use ork_katalog::{CrdEntry, Katalog, ManagedResource, kinds};
+use ork_katalog::{CrdEntry, Katalog, ManagedResource, RBAC_GROUP, kinds};
 
 /// One RBAC policy rule.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -43,14 +43,11 @@ const SECRET_VERBS: [&str; 3] = ["get", "list", "watch"];
 /// the object's name, so `create` scoped by `resourceNames` is enough (a POST would not be).
 const CRD_VERBS: [&str; 6] = ["get", "list", "watch", "create", "update", "patch"];
 
-/// The verbs on a child type. Roles and ClusterRoles also need `escalate` (to write rules ork
-/// does not hold itself) and `bind` (so the service's bindings may name them), as in Orkestra.
-fn child_verbs(group: &str, plural: &str) -> Vec<&'static str> {
-    let mut verbs = CHILD_VERBS.to_vec();
-    if group == "rbac.authorization.k8s.io" && matches!(plural, "roles" | "clusterroles") {
-        verbs.extend(["escalate", "bind"]);
-    }
-    verbs
+/// The verbs on a child type: never `escalate`, `bind` or `impersonate` (SPEC §11). Without
+/// `escalate` the API server lets a service's Role grant only what ork holds itself; the roles
+/// its bindings may name get `bind` by name, from `bindRoles` (see [`rules`]).
+fn child_verbs() -> Vec<&'static str> {
+    CHILD_VERBS.to_vec()
 }
 
 /// The one namespace an entry lives in, as `ork run` watches it: `namespace:`, or
@@ -123,6 +120,8 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     // (namespace, group, plural); `None` is cluster-wide.
     let mut children: BTreeSet<(Option<String>, String, String)> = BTreeSet::new();
     let mut events: BTreeSet<Option<String>> = BTreeSet::new();
+    // (namespace, roles|clusterroles) → the names bindings may bind (`bindRoles`).
+    let mut binds: BTreeMap<(Option<String>, &'static str), BTreeSet<String>> = BTreeMap::new();
     // namespace → Secret names; `None` for a templated name (every Secret there).
     let mut secrets: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
     let mut crds: BTreeSet<String> = BTreeSet::new();
@@ -167,15 +166,28 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
             };
             let cluster_scoped =
                 m.cluster_scoped || cluster_entries.contains(&(m.group.as_str(), plural.as_str()));
-            match &home_ns {
-                Some(ns) if !cluster_scoped => {
-                    for n in std::iter::once(ns).chain(&m.namespaces) {
-                        children.insert((Some(n.clone()), m.group.clone(), plural.clone()));
-                    }
+            let scopes: Vec<Option<String>> = match &home_ns {
+                Some(ns) if !cluster_scoped => std::iter::once(ns)
+                    .chain(&m.namespaces)
+                    .map(|n| Some(n.clone()))
+                    .collect(),
+                _ => vec![None],
+            };
+            for role in &m.bind_roles {
+                let resource = if role.kind == "Role" {
+                    "roles"
+                } else {
+                    "clusterroles"
+                };
+                for scope in &scopes {
+                    binds
+                        .entry((scope.clone(), resource))
+                        .or_default()
+                        .insert(role.name.clone());
                 }
-                _ => {
-                    children.insert((None, m.group.clone(), plural));
-                }
+            }
+            for scope in scopes {
+                children.insert((scope, m.group.clone(), plural.clone()));
             }
         }
         let home = |ns: &Option<String>| ns.clone().unwrap_or_else(|| ork_namespace.to_string());
@@ -215,8 +227,15 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     children
         .sort_by(|a, b| (a.0.is_some(), &a.0, &a.1, &a.2).cmp(&(b.0.is_some(), &b.0, &b.1, &b.2)));
     for (ns, group, plural) in children {
-        let verbs = child_verbs(&group, &plural);
-        out.push(rule(&group, vec![plural], &verbs, ns));
+        out.push(rule(&group, vec![plural], &child_verbs(), ns));
+    }
+    let mut binds: Vec<_> = binds.into_iter().collect();
+    binds.sort_by(|a, b| (a.0.0.is_some(), &a.0).cmp(&(b.0.0.is_some(), &b.0)));
+    for ((ns, resource), names) in binds {
+        out.push(Rule {
+            resource_names: names.into_iter().collect(),
+            ..rule(RBAC_GROUP, vec![resource.to_string()], &["bind"], ns)
+        });
     }
     let events: Vec<Option<String>> = if events.contains(&None) {
         vec![None]
@@ -361,6 +380,77 @@ spec:
     }
 
     #[test]
+    fn bind_roles_get_bind_by_name_where_the_bindings_go_and_nothing_is_blanket() {
+        let remote = "              - {group: rbac.authorization.k8s.io, version: v1, plural: rolebindings, bindRoles: [{kind: ClusterRole, name: view}, {kind: Role, name: tenant-admin}]}
+              - {group: rbac.authorization.k8s.io, version: v1, plural: clusterrolebindings, bindRoles: [{kind: ClusterRole, name: reader}]}
+              - {group: rbac.authorization.k8s.io, version: v1, plural: roles}
+";
+        let rules = rules(
+            &katalog("      namespace: team\n", remote),
+            "ork-system",
+            false,
+        );
+        let binds: Vec<_> = rules.iter().filter(|r| r.verbs.contains(&"bind")).collect();
+        let at = |res: &str, ns: Option<&str>| {
+            binds
+                .iter()
+                .find(|r| r.resources == [res] && r.namespace.as_deref() == ns)
+                .map(|r| r.resource_names.clone())
+        };
+        assert_eq!(at("clusterroles", None), Some(vec!["reader".to_string()]));
+        assert_eq!(
+            at("clusterroles", Some("team")),
+            Some(vec!["view".to_string()])
+        );
+        assert_eq!(
+            at("roles", Some("team")),
+            Some(vec!["tenant-admin".to_string()])
+        );
+        assert_eq!(binds.len(), 3, "{binds:?}");
+        assert!(
+            binds
+                .iter()
+                .all(|r| r.verbs == ["bind"] && !r.resource_names.is_empty()),
+            "bind only, and only by name"
+        );
+        for r in &rules {
+            for verb in ["escalate", "impersonate"] {
+                assert!(!r.verbs.contains(&verb), "{r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bind_roles_are_for_bindings_and_name_real_roles() {
+        let bad = [
+            (
+                "{group: rbac.authorization.k8s.io, version: v1, plural: roles, bindRoles: [{kind: ClusterRole, name: view}]}",
+                "bindRoles is for rolebindings",
+            ),
+            (
+                "{group: rbac.authorization.k8s.io, version: v1, plural: clusterrolebindings, bindRoles: [{kind: Role, name: x}]}",
+                "binds ClusterRoles only",
+            ),
+            (
+                "{group: rbac.authorization.k8s.io, version: v1, plural: rolebindings, bindRoles: [{kind: Group, name: x}]}",
+                "kind must be ClusterRole or Role",
+            ),
+            (
+                "{group: rbac.authorization.k8s.io, version: v1, plural: rolebindings, bindRoles: [{kind: Role, name: \"{{ .spec.role }}\"}]}",
+                "no template",
+            ),
+        ];
+        for (line, want) in bad {
+            let text = format!(
+                "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: t}}\nspec:\n  crds:\n    web:\n      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}\n      operatorBox:\n        reconcile:\n          default: false\n          remote:\n            endpoint: \"http://127.0.0.1:1/r\"\n            managedResources:\n              - {line}\n"
+            );
+            let problems =
+                ork_katalog::load_str(&text, std::path::Path::new("k.yaml")).expect_err(want);
+            assert!(problems.to_string().contains(want), "{want}: {problems}");
+        }
+    }
+
+    #[test]
     fn rules_cover_crs_children_events_secrets_and_leases_and_nothing_wider() {
         let yaml = include_str!("../../../examples/webapp/katalog.yaml").replace(
             "            timeout: 10s\n",
@@ -434,10 +524,10 @@ spec:
         assert_eq!(at("", "events"), vec![team()]);
         assert_eq!(at("events.k8s.io", "events"), vec![team()]);
         let cluster_roles = find(&rules, "rbac.authorization.k8s.io", "clusterroles");
-        assert!(
-            cluster_roles[0].verbs.ends_with(&["escalate", "bind"]),
-            "a service may write roles and bind them: {:?}",
-            cluster_roles[0].verbs
+        assert_eq!(
+            cluster_roles[0].verbs,
+            CHILD_VERBS.to_vec(),
+            "no escalate, no bind: a service's roles grant only what ork holds"
         );
         assert_eq!(
             find(&rules, "apps", "deployments")[0].verbs,

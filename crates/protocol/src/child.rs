@@ -244,6 +244,9 @@ fn check_object(
             served.join(", ")
         ));
     }
+    if group == RBAC_GROUP && matches!(kind.as_str(), "RoleBinding" | "ClusterRoleBinding") {
+        check_role_ref(&object, &kind, &name, managed, &mut problems);
+    }
     let namespace = if managed.namespaced {
         let owner_ns = owner.child_namespace();
         let ns = child_namespace.unwrap_or_else(|| owner_ns.to_string());
@@ -303,6 +306,44 @@ fn check_object(
         object: Value::Object(object),
         force_conflict: None,
     })
+}
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// A binding may name only a role its managed resource lists in `bindRoles` (SPEC §11): ork
+/// holds `bind` on exactly those, and nothing else may be granted through it.
+fn check_role_ref(
+    object: &Map<String, Value>,
+    kind: &str,
+    name: &str,
+    managed: &crate::ManagedType,
+    problems: &mut Vec<String>,
+) {
+    let text = |key: &str| {
+        object
+            .get("roleRef")
+            .and_then(|r| r.get(key))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let (Some(role_kind), Some(role)) = (text("kind"), text("name")) else {
+        problems.push(format!("{kind} {name}: roleRef needs kind and name"));
+        return;
+    };
+    if text("apiGroup").is_some_and(|g| g != RBAC_GROUP) {
+        problems.push(format!(
+            "{kind} {name}: roleRef.apiGroup must be {RBAC_GROUP}"
+        ));
+    }
+    let declared = managed
+        .bind_roles
+        .iter()
+        .any(|(k, n)| k == role_kind && n == role);
+    if !declared {
+        problems.push(format!(
+            "{kind} {name} binds {role_kind} {role}, which the managed resource's bindRoles does not list; ork may bind only the roles declared there: add `bindRoles: [{{kind: {role_kind}, name: {role}}}]` to its managedResources entry (and regenerate the RBAC)"
+        ));
+    }
 }
 
 fn non_empty_text(

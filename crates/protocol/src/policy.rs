@@ -19,6 +19,9 @@ pub struct ManagedType {
     /// to allow ork's own namespace).
     pub namespaces: Vec<String>,
     pub cluster_scoped: bool,
+    /// For RoleBindings and ClusterRoleBindings: the `(kind, name)` of each role their
+    /// `roleRef` may name (the Katalog's `bindRoles`); any other is refused (SPEC §11).
+    pub bind_roles: Vec<(String, String)>,
 }
 
 impl ManagedType {
@@ -40,6 +43,7 @@ impl ManagedType {
             namespaced: true,
             namespaces: Vec::new(),
             cluster_scoped: false,
+            bind_roles: Vec::new(),
         }
     }
 
@@ -222,6 +226,7 @@ mod tests {
             namespaced: true,
             namespaces: Vec::new(),
             cluster_scoped: false,
+            bind_roles: Vec::new(),
         }
     }
 

@@ -241,3 +241,71 @@ pub async fn get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
     let resp = reqwest::get(format!("http://{addr}{path}")).await?;
     Ok((resp.status().as_u16(), resp.text().await?))
 }
+
+/// A kubeconfig at `path` for the local cluster that authenticates with `token`.
+pub fn kubeconfig_with_token(token: &str, path: &std::path::Path) -> Result<()> {
+    let mut kc = kube::config::Kubeconfig::read_from(ork_test_support::kubeconfig_path())?;
+    for user in &mut kc.auth_infos {
+        if let Some(info) = user.auth_info.as_mut() {
+            info.token = Some(token.to_string().into());
+        }
+    }
+    std::fs::write(path, serde_json::to_string(&kc)?)?;
+    Ok(())
+}
+
+/// `ork generate rbac -k katalog --namespace ns --name name`.
+pub fn generate_rbac(katalog: &std::path::Path, ns: &str, name: &str) -> Result<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["generate", "rbac", "-k"])
+        .arg(katalog)
+        .args(["--namespace", ns, "--name", name])
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "generate rbac failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// A token of ServiceAccount `ns/name` from the TokenRequest API (1.24+ no longer gives every
+/// ServiceAccount a token Secret).
+pub async fn service_account_token(admin: &Client, ns: &str, name: &str) -> Result<String> {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
+    let request: TokenRequest = serde_json::from_value(serde_json::json!({
+        "spec": {"audiences": [], "expirationSeconds": 3600}
+    }))?;
+    wait_for("the ServiceAccount token", WAIT, || async {
+        let answer = accounts
+            .create_token_request(name, &Default::default(), &request)
+            .await
+            .ok()?;
+        Some(answer.status?.token)
+    })
+    .await
+}
+
+/// Starts `ork run` with the RBAC `ork generate rbac` derives for `katalog` (in namespace
+/// `home`, as ServiceAccount `name`) and nothing more: its token, its kubeconfig.
+pub async fn spawn_ork_with_generated_rbac(
+    admin: &Client,
+    katalog: &std::path::Path,
+    home: &str,
+    name: &str,
+) -> Result<Ork> {
+    apply_yaml(admin, &generate_rbac(katalog, home, name)?, home).await?;
+    let token = service_account_token(admin, home, name).await?;
+    let dir = katalog.parent().unwrap_or(std::path::Path::new("."));
+    let kubeconfig = dir.join("kubeconfig");
+    kubeconfig_with_token(&token, &kubeconfig)?;
+    spawn_ork(
+        katalog,
+        &dir.join("ork.log"),
+        &[&format!("--kubeconfig={}", kubeconfig.display())],
+        &[("ORK_NAMESPACE", home)],
+    )
+}

@@ -614,6 +614,7 @@ spec:
                 namespaced: true,
                 namespaces: vec![],
                 cluster_scoped: false,
+                bind_roles: Vec::new(),
                 served_versions: vec!["v1".into()],
             },
             resource: cm.clone(),

@@ -399,6 +399,7 @@ mod tests {
                 namespaced: true,
                 namespaces: vec![],
                 cluster_scoped: false,
+                bind_roles: Vec::new(),
                 served_versions: vec!["v1".into()],
             },
             name: "a".into(),

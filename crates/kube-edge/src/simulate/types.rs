@@ -87,6 +87,11 @@ pub(super) fn offline_type(
             namespaced,
             namespaces: m.namespaces.clone(),
             cluster_scoped: m.cluster_scoped,
+            bind_roles: m
+                .bind_roles
+                .iter()
+                .map(|r| (r.kind.clone(), r.name.clone()))
+                .collect(),
             served_versions: vec![version.clone()],
         },
         resource: ApiResource {

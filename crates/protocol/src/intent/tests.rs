@@ -22,6 +22,7 @@ fn declared() -> Vec<ManagedType> {
         namespaced: true,
         namespaces: Vec::new(),
         cluster_scoped: false,
+        bind_roles: Vec::new(),
     };
     vec![
         t("apps", "Deployment", &["v1"]),

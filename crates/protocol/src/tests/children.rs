@@ -392,3 +392,61 @@ fn a_cluster_scoped_cr_s_namespaced_children_need_a_declared_namespace() {
     let children = d.resources.expect("resources");
     assert_eq!(children[0].namespace.as_deref(), Some("team-a"));
 }
+
+/// A policy that manages RoleBindings, which may bind `bind_roles`.
+fn binding_policy(bind_roles: &[(&str, &str)]) -> Policy {
+    let mut p = policy();
+    let mut t = ManagedType::namespaced(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        "rolebindings",
+        "v1",
+        &["v1"],
+    );
+    t.bind_roles = bind_roles
+        .iter()
+        .map(|(k, n)| (k.to_string(), n.to_string()))
+        .collect();
+    p.managed.push(t);
+    p
+}
+
+fn role_binding(kind: &str, role: &str) -> Value {
+    json!({"resources": [{
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "members"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+        "subjects": [{"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}],
+    }]})
+}
+
+#[test]
+fn a_binding_may_name_only_a_role_its_managed_resource_lists_in_bind_roles() {
+    let p = binding_policy(&[("ClusterRole", "view")]);
+    decide_with(&p, role_binding("ClusterRole", "view")).expect("declared");
+    for (kind, role) in [
+        ("ClusterRole", "cluster-admin"),
+        ("Role", "view"),
+        ("ClusterRole", "edit"),
+    ] {
+        let e = decide_with(&p, role_binding(kind, role))
+            .expect_err("not declared")
+            .to_string();
+        assert!(
+            e.contains(&format!("RoleBinding members binds {kind} {role}"))
+                && e.contains(&format!("bindRoles: [{{kind: {kind}, name: {role}}}]")),
+            "{e}"
+        );
+    }
+    let e = decide_with(&binding_policy(&[]), role_binding("ClusterRole", "view"))
+        .expect_err("nothing declared")
+        .to_string();
+    assert!(e.contains("bindRoles does not list"), "{e}");
+    let mut no_ref = role_binding("ClusterRole", "view");
+    no_ref["resources"][0]
+        .as_object_mut()
+        .expect("map")
+        .remove("roleRef");
+    let e = decide_with(&p, no_ref).expect_err("no roleRef").to_string();
+    assert!(e.contains("roleRef needs kind and name"), "{e}");
+}
