@@ -165,24 +165,15 @@ fn an_entry_watching_one_namespace_gets_a_role_there_and_no_cluster_wide_rules()
 }
 
 #[test]
-fn a_templated_secret_name_grants_the_secrets_of_its_namespace() {
+fn a_templated_secret_name_is_refused_and_widens_no_rbac() {
     let dir = katalog_dir(
         "secret",
         "",
         "            auth: {secretRef: {name: \"{{ .metadata.name }}-token\", key: token, namespace: creds}}\n",
     );
-    let docs = documents(&ork_on(&["generate", "rbac"], &dir.join("katalog.yaml")));
-    let secrets = rules_for(&docs, "Role", Some("creds"), "secrets");
-    assert_eq!(secrets.len(), 1);
-    assert_eq!(
-        secrets[0]["verbs"],
-        serde_json::json!(["get", "list", "watch"])
-    );
-    assert!(
-        secrets[0].get("resourceNames").is_none(),
-        "any name: it is a template"
-    );
-    assert!(rules_for(&docs, "ClusterRole", None, "secrets").is_empty());
+    let (ok, stdout, stderr) = run(&["generate", "rbac"], &dir.join("katalog.yaml"));
+    assert!(!ok && stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("cannot be a template"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1117,21 +1117,10 @@ pub struct SecretRef {
 }
 
 impl SecretRef {
-    /// True when `name` is a template: the Secret differs per CR, so RBAC must grant `get`
-    /// on every Secret of its namespace rather than one `resourceName`.
+    /// True when `name` is a template, which the Katalog refuses (SPEC §11): a CR's fields
+    /// must not choose the Secret ork reads.
     pub fn is_templated(&self) -> bool {
         is_template(&self.name)
-    }
-
-    /// The Secret's name for one CR.
-    ///
-    /// # Errors
-    /// A template that does not parse or render.
-    pub fn render_name(&self, ctx: &RenderContext<'_>) -> Result<String, TemplateError> {
-        if !self.is_templated() {
-            return Ok(self.name.clone());
-        }
-        Template::parse(&self.name)?.render_in(ctx)
     }
 }
 

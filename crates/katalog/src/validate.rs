@@ -97,18 +97,6 @@ pub fn notices(katalog: &Katalog) -> Vec<Finding> {
             continue;
         };
         let rp = format!("spec.crds.{name}.operatorBox.reconcile.remote");
-        if let Some(s) = remote.auth.as_ref().and_then(|a| a.secret_ref.as_ref())
-            && s.is_templated()
-        {
-            let ns = s.namespace.as_deref().unwrap_or("ork's own namespace");
-            f.add(
-                format!("{rp}.auth.secretRef.name"),
-                format!(
-                    "the Secret name is a template: RBAC grants get on every Secret in {ns} (no resourceNames)"
-                ),
-                Some("a literal name keeps RBAC to that one Secret"),
-            );
-        }
         if remote.managed_resources.is_empty() && remote.command.is_none() {
             f.add(
                 format!("{rp}.managedResources"),
@@ -794,7 +782,12 @@ fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &Scope) {
                     );
                 }
                 if s.is_templated() {
-                    check_template_str(f, &format!("{rp}.auth.secretRef.name"), &s.name, scope);
+                    // SPEC §11: a CR author must not choose which Secret ork reads.
+                    f.add(
+                        format!("{rp}.auth.secretRef.name"),
+                        "the Secret name cannot be a template: a CR's fields would choose which Secret ork reads and sends, and RBAC would have to grant every Secret of the namespace",
+                        Some("name one Secret (`name: service-token`); for a credential per tenant, one entry per tenant with its own Secret"),
+                    );
                 }
             }
             (None, Some(env)) => {

@@ -651,43 +651,21 @@ fn managed_resources_by_kind_api_version_or_plural() {
 }
 
 #[test]
-fn a_templated_secret_name_is_flagged_for_rbac() {
+fn a_templated_secret_name_is_refused() {
     let yaml = katalog(&format!(
         "{RECONCILE}            auth:
               secretRef: {{name: \"{{{{ .metadata.name }}}}-token\", key: token, namespace: apps}}
 "
     ));
-    let k = ok(&yaml);
-    let remote = k.spec.crds["app"]
-        .operator_box
-        .reconcile
-        .remote
-        .as_ref()
-        .expect("remote");
-    let secret = remote
-        .auth
-        .as_ref()
-        .and_then(|a| a.secret_ref.as_ref())
-        .expect("secretRef");
-    assert!(secret.is_templated());
-    let cr = json!({"metadata": {"name": "a1"}});
-    assert_eq!(
-        secret
-            .render_name(&RenderContext::new(&cr))
-            .expect("renders"),
-        "a1-token"
-    );
-    let notice = k
-        .notices
+    let problems =
+        load_str(&yaml, Path::new("k.yaml")).expect_err("a CR must not choose the Secret");
+    let p = problems
+        .0
         .iter()
-        .find(|n| n.path.ends_with("auth.secretRef.name"))
-        .expect("a notice");
-    assert!(
-        notice.message.contains("every Secret in apps"),
-        "{}",
-        notice.message
-    );
-    assert_eq!(notice.line, Some(line_of(&yaml, "secretRef:")));
+        .find(|p| p.path.ends_with("auth.secretRef.name"))
+        .expect("the field is named");
+    assert!(p.message.contains("cannot be a template"), "{}", p.message);
+    assert_eq!(p.line, Some(line_of(&yaml, "secretRef:")));
 }
 
 #[test]

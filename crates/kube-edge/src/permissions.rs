@@ -111,8 +111,7 @@ fn rule(
 ///   an entry that lives in one (`namespace:`, or `allowedNamespaces` of one namespace), as
 ///   `ork run` then watches only there. Cluster-scoped children (built-in kinds, entries of the
 ///   Katalog, `clusterScoped: true`) are always cluster-wide.
-/// - Auth and TLS Secrets in their namespace, by name; a templated Secret name grants every
-///   Secret of that namespace.
+/// - Auth and TLS Secrets in their namespace, by name.
 /// - A `crdFile`'s CRD by name, to install or update it.
 /// - Managed resources whose plural needs discovery are left out: see [`unresolved`].
 pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> {
@@ -122,8 +121,8 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     let mut events: BTreeSet<Option<String>> = BTreeSet::new();
     // (namespace, roles|clusterroles) → the names bindings may bind (`bindRoles`).
     let mut binds: BTreeMap<(Option<String>, &'static str), BTreeSet<String>> = BTreeMap::new();
-    // namespace → Secret names; `None` for a templated name (every Secret there).
-    let mut secrets: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
+    // namespace → Secret names (always literal: a templated name is refused at load).
+    let mut secrets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut crds: BTreeSet<String> = BTreeSet::new();
     // Child types that are cluster-scoped entries of this Katalog.
     let cluster_entries: BTreeSet<(&str, &str)> = katalog
@@ -192,8 +191,10 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
         }
         let home = |ns: &Option<String>| ns.clone().unwrap_or_else(|| ork_namespace.to_string());
         if let Some(s) = remote.auth.as_ref().and_then(|a| a.secret_ref.as_ref()) {
-            let name = (!s.is_templated()).then(|| s.name.clone());
-            secrets.entry(home(&s.namespace)).or_default().insert(name);
+            secrets
+                .entry(home(&s.namespace))
+                .or_default()
+                .insert(s.name.clone());
         }
         if let Some(tls) = &remote.tls {
             for (name, ns) in tls
@@ -206,10 +207,7 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
                         .map(|r| (&r.name, &r.namespace)),
                 )
             {
-                secrets
-                    .entry(home(ns))
-                    .or_default()
-                    .insert(Some(name.clone()));
+                secrets.entry(home(ns)).or_default().insert(name.clone());
             }
         }
     }
@@ -264,13 +262,8 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
         });
     }
     for (ns, names) in secrets {
-        let resource_names = if names.contains(&None) {
-            Vec::new()
-        } else {
-            names.into_iter().flatten().collect()
-        };
         out.push(Rule {
-            resource_names,
+            resource_names: names.into_iter().collect(),
             ..rule("", vec!["secrets".into()], &SECRET_VERBS, Some(ns))
         });
     }

@@ -231,11 +231,6 @@ fn use_katalog(g: &mut Gen, k: &Katalog, cr: &Node, case: &mut Case) {
             continue;
         };
         let _ = remote.render_args(&data);
-        if let Some(auth) = &remote.auth
-            && let Some(secret) = &auth.secret_ref
-        {
-            let _ = secret.render_name(&ctx);
-        }
         for m in &remote.managed_resources {
             let _ = m.describe();
         }
@@ -1059,7 +1054,8 @@ fn remote(g: &mut Gen, notes: &[String], namespaced: bool) -> Node {
                 Node::obj([
                     (
                         "name",
-                        if g.coin() {
+                        // A templated name is refused (SPEC §11): only dirty cases try one.
+                        if g.dirty && g.coin() {
                             Node::str("{{ .metadata.name }}-token")
                         } else {
                             Node::str("token")
