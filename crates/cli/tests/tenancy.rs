@@ -302,3 +302,76 @@ async fn a_service_cannot_grant_what_ork_does_not_hold_nor_bind_undeclared_roles
         .await;
     result
 }
+
+/// A service cannot mint a ServiceAccount token through a Secret child, nor read back what the
+/// cluster or anyone put into the Secrets it applied (unless the Katalog opts in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_can_neither_mint_service_account_tokens_nor_read_secret_values_back()
+-> Result<()> {
+    use k8s_openapi::api::core::v1::Secret;
+
+    let ns = TestNamespace::create(&client().await?).await?;
+    let secret = |name: &str, type_: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": type_,
+               "metadata": {"name": name, "annotations": {"kubernetes.io/service-account.name": "default"}},
+               "stringData": {"password": "s3cret-value"}})
+    };
+    let plain = secret("settings", "Opaque");
+    let svc = FakeService::start(move |_| {
+        Reply::ok(json!({"status": {"phase": "Ready"}, "resources": [plain.clone()]}))
+    })
+    .await?;
+    let (client, _ork) = start_with(
+        &ns,
+        &http(&svc.url),
+        "              - {group: \"\", version: v1, plural: secrets}\n",
+    )
+    .await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    assert!(secrets.get("settings").await?.data.is_some(), "applied");
+
+    // The next call sees its Secret, without the values.
+    let calls = svc.calls();
+    api.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await?;
+    wait_for("another call", WAIT, || async {
+        (svc.calls() > calls).then_some(())
+    })
+    .await?;
+    let sent = svc
+        .received()
+        .last()
+        .map(|r| r.body["prepared"]["children"]["secret"]["settings"].clone())
+        .unwrap_or_default();
+    assert_eq!(sent["metadata"]["name"], "settings", "{sent}");
+    assert!(
+        sent.get("data").is_none() && sent.get("stringData").is_none(),
+        "{sent}"
+    );
+    assert!(!sent.to_string().contains("s3cret"), "{sent}");
+
+    // A token Secret: refused whole, nothing applied.
+    let token = secret("stolen", "kubernetes.io/service-account-token");
+    svc.set_script(move |_| Reply::ok(json!({"resources": [token.clone()]})));
+    api.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await?;
+    let (_, message) = wait_for("the token Secret refused", WAIT, || async {
+        let obj = api.get("web").await.ok()?;
+        ready(&obj).filter(|(s, m)| s == "False" && m.contains("service-account-token"))
+    })
+    .await?;
+    assert!(message.contains("serviceAccountTokens: true"), "{message}");
+    assert!(secrets.get_opt("stolen").await?.is_none());
+    Ok(())
+}

@@ -139,6 +139,7 @@ fn k6_a_service_intent_selector_is_checked_like_labels() {
             namespaces: Vec::new(),
             cluster_scoped: false,
             bind_roles: Vec::new(),
+            service_account_tokens: false,
         }],
         "ork-system",
     );

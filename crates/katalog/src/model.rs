@@ -832,6 +832,9 @@ pub struct ManagedResource {
     /// (SPEC §11). ork's RBAC gets `bind` on exactly these; an answer binding another role is
     /// rejected whole.
     pub bind_roles: Vec<BindRole>,
+    /// Secrets only: the service may return Secrets of type
+    /// `kubernetes.io/service-account-token`, which the cluster fills with a token (SPEC §11).
+    pub service_account_tokens: bool,
 }
 
 /// A role that children of a binding type may bind: `kind` is `ClusterRole` or `Role`.
@@ -911,6 +914,9 @@ pub struct ManagedResourceSpec {
     /// their `roleRef` may name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bind_roles: Vec<BindRole>,
+    /// Secrets only: allow Secrets of type `kubernetes.io/service-account-token`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub service_account_tokens: bool,
 }
 
 impl TryFrom<ManagedResourceSpec> for ManagedResource {
@@ -1003,12 +1009,26 @@ impl TryFrom<ManagedResourceSpec> for ManagedResource {
             namespaces,
             adopt: s.adopt,
             bind_roles: Vec::new(),
+            service_account_tokens: s.service_account_tokens,
         }
         .with_bind_roles(s.bind_roles)
+        .and_then(ManagedResource::checked_token_opt_in)
     }
 }
 
 impl ManagedResource {
+    fn checked_token_opt_in(self) -> Result<ManagedResource, String> {
+        let secrets = self.group.is_empty()
+            && (self.plural == "secrets" || self.kind.as_deref() == Some("Secret"));
+        if self.service_account_tokens && !secrets {
+            return Err(format!(
+                "serviceAccountTokens is for Secrets (core/secrets), not {}",
+                self.describe()
+            ));
+        }
+        Ok(self)
+    }
+
     /// `bindRoles` checked against the type: bindings only, ClusterRoleBindings bind
     /// ClusterRoles only, role names as Kubernetes names them.
     fn with_bind_roles(mut self, roles: Vec<BindRole>) -> Result<ManagedResource, String> {
@@ -1068,6 +1088,7 @@ impl From<&ManagedResource> for ManagedResourceSpec {
             cluster_scoped: m.cluster_scoped,
             adopt: m.adopt,
             bind_roles: m.bind_roles.clone(),
+            service_account_tokens: m.service_account_tokens,
         }
     }
 }
@@ -1160,6 +1181,11 @@ pub struct ChildrenPayload {
     /// with its own `exclude` (`null`/absent: the root `exclude`; `[]`: strip nothing).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub resources: BTreeMap<String, Option<ChildResourcePayload>>,
+    /// Send Secrets with their `data` and `stringData`. Off by default (SPEC §11): what the
+    /// cluster filled into a Secret ork applied (a token, a generated key) does not go back to
+    /// the service unless the Katalog says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret_values: bool,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
@@ -1194,6 +1220,7 @@ impl Default for ChildrenPayload {
             enabled: true,
             exclude: Vec::new(),
             resources: BTreeMap::new(),
+            secret_values: false,
         }
     }
 }

@@ -155,6 +155,7 @@ pub async fn resolve_managed(
                     .iter()
                     .map(|r| (r.kind.clone(), r.name.clone()))
                     .collect(),
+                service_account_tokens: m.service_account_tokens,
                 served_versions: found.served,
             },
             resource: ar,

@@ -247,6 +247,16 @@ fn check_object(
     if group == RBAC_GROUP && matches!(kind.as_str(), "RoleBinding" | "ClusterRoleBinding") {
         check_role_ref(&object, &kind, &name, managed, &mut problems);
     }
+    if group.is_empty()
+        && kind == "Secret"
+        && object.get("type").and_then(Value::as_str) == Some(SERVICE_ACCOUNT_TOKEN)
+        && !managed.service_account_tokens
+    {
+        // The cluster would fill it with a token of any ServiceAccount it names.
+        problems.push(format!(
+            "Secret {name} is of type {SERVICE_ACCOUNT_TOKEN}, which the cluster fills with a ServiceAccount's token; refused unless its managedResources entry sets `serviceAccountTokens: true`"
+        ));
+    }
     let namespace = if managed.namespaced {
         let owner_ns = owner.child_namespace();
         let ns = child_namespace.unwrap_or_else(|| owner_ns.to_string());
@@ -309,6 +319,7 @@ fn check_object(
 }
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+const SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
 
 /// A binding may name only a role its managed resource lists in `bindRoles` (SPEC §11): ork
 /// holds `bind` on exactly those, and nothing else may be granted through it.

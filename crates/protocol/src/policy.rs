@@ -22,6 +22,9 @@ pub struct ManagedType {
     /// For RoleBindings and ClusterRoleBindings: the `(kind, name)` of each role their
     /// `roleRef` may name (the Katalog's `bindRoles`); any other is refused (SPEC §11).
     pub bind_roles: Vec<(String, String)>,
+    /// For Secrets: whether the service may return Secrets of type
+    /// `kubernetes.io/service-account-token` (the Katalog's `serviceAccountTokens`).
+    pub service_account_tokens: bool,
 }
 
 impl ManagedType {
@@ -44,6 +47,7 @@ impl ManagedType {
             namespaces: Vec::new(),
             cluster_scoped: false,
             bind_roles: Vec::new(),
+            service_account_tokens: false,
         }
     }
 
@@ -227,6 +231,7 @@ mod tests {
             namespaces: Vec::new(),
             cluster_scoped: false,
             bind_roles: Vec::new(),
+            service_account_tokens: false,
         }
     }
 

@@ -615,6 +615,7 @@ spec:
                 namespaces: vec![],
                 cluster_scoped: false,
                 bind_roles: Vec::new(),
+                service_account_tokens: false,
                 served_versions: vec!["v1".into()],
             },
             resource: cm.clone(),

@@ -400,6 +400,7 @@ mod tests {
                 namespaces: vec![],
                 cluster_scoped: false,
                 bind_roles: Vec::new(),
+                service_account_tokens: false,
                 served_versions: vec!["v1".into()],
             },
             name: "a".into(),

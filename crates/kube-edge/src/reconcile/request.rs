@@ -87,10 +87,17 @@ fn children(ctx: &EntryContext, job: &Job) -> BTreeMap<String, BTreeMap<String, 
         let Some(exclude) = payload.exclude_for(&kind) else {
             continue;
         };
-        let v = strip_paths(
+        let mut v = strip_paths(
             serde_json::to_value(obj.as_ref()).unwrap_or(Value::Null),
             exclude,
         );
+        if t.managed.group.is_empty() && t.managed.kind == "Secret" && !payload.secret_values {
+            // SPEC §11: what the cluster filled into a Secret does not go back unasked.
+            if let Value::Object(m) = &mut v {
+                m.remove("data");
+                m.remove("stringData");
+            }
+        }
         out.entry(kind).or_default().insert(obj.name_any(), v);
     }
     out

@@ -92,6 +92,7 @@ pub(super) fn offline_type(
                 .iter()
                 .map(|r| (r.kind.clone(), r.name.clone()))
                 .collect(),
+            service_account_tokens: m.service_account_tokens,
             served_versions: vec![version.clone()],
         },
         resource: ApiResource {

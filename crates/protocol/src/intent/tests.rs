@@ -23,6 +23,7 @@ fn declared() -> Vec<ManagedType> {
         namespaces: Vec::new(),
         cluster_scoped: false,
         bind_roles: Vec::new(),
+        service_account_tokens: false,
     };
     vec![
         t("apps", "Deployment", &["v1"]),

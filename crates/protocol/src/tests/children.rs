@@ -450,3 +450,34 @@ fn a_binding_may_name_only_a_role_its_managed_resource_lists_in_bind_roles() {
     let e = decide_with(&p, no_ref).expect_err("no roleRef").to_string();
     assert!(e.contains("roleRef needs kind and name"), "{e}");
 }
+
+#[test]
+fn a_service_account_token_secret_is_refused_unless_its_managed_resource_opts_in() {
+    let mut p = policy();
+    p.managed.push(ManagedType::namespaced(
+        "",
+        "Secret",
+        "secrets",
+        "v1",
+        &["v1"],
+    ));
+    let token = |kind: &str| {
+        json!({"resources": [{
+            "apiVersion": "v1", "kind": "Secret", "type": kind,
+            "metadata": {"name": "stolen", "annotations": {"kubernetes.io/service-account.name": "default"}},
+        }]})
+    };
+    let e = decide_with(&p, token("kubernetes.io/service-account-token"))
+        .expect_err("a minted token")
+        .to_string();
+    assert!(
+        e.contains("Secret stolen is of type kubernetes.io/service-account-token")
+            && e.contains("serviceAccountTokens: true"),
+        "{e}"
+    );
+    decide_with(&p, token("Opaque")).expect("an ordinary Secret");
+    for t in p.managed.iter_mut().filter(|t| t.kind == "Secret") {
+        t.service_account_tokens = true;
+    }
+    decide_with(&p, token("kubernetes.io/service-account-token")).expect("opted in");
+}
