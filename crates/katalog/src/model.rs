@@ -719,7 +719,7 @@ impl Remote {
             .endpoint
             .as_ref()
             .ok_or_else(|| TemplateError("the remote block has no endpoint".into()))?;
-        endpoint.render_in(&self.render_context(data))
+        endpoint.render_url_in(&self.render_context(data))
     }
 
     /// `args` for one CR, as Orkestra sends them: string values with templates are rendered

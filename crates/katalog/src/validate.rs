@@ -89,6 +89,16 @@ pub fn validate(katalog: &Katalog) -> Vec<Finding> {
     f.found
 }
 
+/// Whether the scheme or authority of a URL template holds an action.
+fn host_is_templated(source: &str) -> bool {
+    let authority_end = source
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|start| source[start..].find('/').map(|j| start + j))
+        .unwrap_or(source.len());
+    source[..authority_end].contains("{{")
+}
+
 /// What `ork validate` reports without failing.
 pub fn notices(katalog: &Katalog) -> Vec<Finding> {
     let mut f = Findings::default();
@@ -97,6 +107,16 @@ pub fn notices(katalog: &Katalog) -> Vec<Finding> {
             continue;
         };
         let rp = format!("spec.crds.{name}.operatorBox.reconcile.remote");
+        if let Some(endpoint) = &remote.endpoint
+            && remote.allowed_hosts.is_empty()
+            && host_is_templated(endpoint.source())
+        {
+            f.add(
+                format!("{rp}.endpoint"),
+                "the endpoint's host is a template and allowedHosts is empty: only a URL whose host is the one the Katalog renders without a CR is called",
+                Some("list the hosts a CR may choose in `allowedHosts`"),
+            );
+        }
         if remote.managed_resources.is_empty() && remote.command.is_none() {
             f.add(
                 format!("{rp}.managedResources"),

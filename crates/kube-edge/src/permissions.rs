@@ -610,20 +610,6 @@ spec:
     }
 
     #[test]
-    fn a_templated_secret_name_grants_the_secrets_of_its_namespace_by_no_name() {
-        let k = katalog(
-            "",
-            "            auth: {secretRef: {name: \"{{ .metadata.name }}-token\", key: t, namespace: creds}}\n",
-        );
-        let rules = rules(&k, "ork-system", false);
-        let secrets = find(&rules, "", "secrets");
-        assert_eq!(secrets.len(), 1);
-        assert_eq!(secrets[0].namespace.as_deref(), Some("creds"));
-        assert!(secrets[0].resource_names.is_empty());
-        assert_eq!(secrets[0].verbs, SECRET_VERBS.to_vec());
-    }
-
-    #[test]
     fn a_crd_file_grants_that_crd_by_name() {
         let dir = std::env::temp_dir().join(format!("ork-perm-crd-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");

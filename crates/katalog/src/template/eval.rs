@@ -55,6 +55,8 @@ pub(crate) struct Eval<'c> {
     vars: Vec<(String, Val<'c>)>,
     meter: Meter,
     note_depth: usize,
+    /// Rendering a URL: what an action prints past the authority is percent-encoded.
+    url: bool,
 }
 
 impl<'c> Eval<'c> {
@@ -66,7 +68,14 @@ impl<'c> Eval<'c> {
             vars: Vec::new(),
             meter: Meter::default(),
             note_depth: 0,
+            url: false,
         }
+    }
+
+    /// Renders as a URL: see [`crate::template::Template::render_url`].
+    pub fn for_url(mut self) -> Eval<'c> {
+        self.url = true;
+        self
     }
 
     pub fn render(&mut self, nodes: &'c [Node]) -> Result<String, TemplateError> {
@@ -131,7 +140,10 @@ impl<'c> Eval<'c> {
                     let v = self.pipe(pipe, dot)?;
                     if pipe.is_output() {
                         let mark = self.meter.mark();
-                        let text = text_in(&v, &self.meter);
+                        let mut text = text_in(&v, &self.meter);
+                        if self.url && past_authority(out) {
+                            text = percent_encode(&text);
+                        }
                         self.meter.forgive_since(mark);
                         self.push(out, &text)?;
                     }
@@ -521,4 +533,24 @@ fn walk<'v>(v: &'v Value, chain: &[String]) -> Result<Option<&'v Value>, Templat
         };
     }
     Ok(Some(cur))
+}
+
+/// Whether a URL rendered so far has reached its path, query or fragment: past `scheme://host`.
+fn past_authority(out: &str) -> bool {
+    out.find("://")
+        .is_some_and(|i| out[i + 3..].contains(['/', '?', '#']))
+}
+
+/// `text` with every byte but RFC 3986's unreserved characters percent-encoded: a value
+/// printed into a path stays one segment (`/` is `%2F`) and cannot start a query (`?`).
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

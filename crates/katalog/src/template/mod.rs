@@ -110,6 +110,32 @@ impl Template {
         Ok(trim_result(&out).to_string())
     }
 
+    /// Renders a URL (an endpoint) in `ctx`: what an action prints into the path, query or
+    /// fragment is percent-encoded, so a CR's value stays one path segment; a path that then
+    /// holds a dot-segment (`.`, `..`, also encoded as `%2e`) is refused (SPEC §11).
+    ///
+    /// # Errors
+    /// As [`Template::render`], and a dot-segment in the rendered path.
+    pub fn render_url_in(&self, ctx: &RenderContext<'_>) -> Result<String, TemplateError> {
+        let url = if self.is_literal() {
+            self.source.clone()
+        } else {
+            let cells = eval::Cells::default();
+            let mut eval = eval::Eval::new(ctx, self.notes.as_deref(), &cells).for_url();
+            trim_result(&eval.render(&self.nodes)?).to_string()
+        };
+        refuse_dot_segments(&url)?;
+        Ok(url)
+    }
+
+    /// [`Template::render_url_in`] over `data`.
+    ///
+    /// # Errors
+    /// As [`Template::render_url_in`].
+    pub fn render_url(&self, data: &Value) -> Result<String, TemplateError> {
+        self.render_url_in(&RenderContext::new(data))
+    }
+
     /// The notes this template was loaded with, if any.
     pub fn notes(&self) -> Option<&Notes> {
         self.notes.as_deref()
@@ -170,3 +196,25 @@ impl Serialize for Template {
 
 #[cfg(test)]
 mod tests;
+
+/// Refuses a URL whose path has a `.` or `..` segment, written plainly or percent-encoded.
+fn refuse_dot_segments(url: &str) -> Result<(), TemplateError> {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return Ok(());
+    };
+    let rest = &url[start..];
+    let Some(path_start) = rest.find('/') else {
+        return Ok(());
+    };
+    let path = &rest[path_start..];
+    let path = &path[..path.find(['?', '#']).unwrap_or(path.len())];
+    for segment in path.split('/') {
+        let decoded = segment.replace("%2e", ".").replace("%2E", ".");
+        if decoded == "." || decoded == ".." {
+            return Err(TemplateError(format!(
+                "the endpoint renders to a path with the dot-segment \"{segment}\", which could reach another path on the host: refused"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -25,7 +25,7 @@ pub enum CallFailed {
     #[error("endpoint template: {0}")]
     Endpoint(String),
     #[error(
-        "endpoint host {host} is neither the Katalog's literal host nor in remote.allowedHosts; the credential is withheld"
+        "endpoint host {host} is neither the Katalog's literal host nor in remote.allowedHosts; not called"
     )]
     HostNotAllowed { host: String },
     #[error("credential: {0}")]
@@ -100,10 +100,10 @@ pub(crate) struct HttpPort {
 }
 
 impl HttpPort {
-    /// The credential goes only to the Katalog's own URL, its literal host or `allowedHosts`
-    /// — with the URL parsed as the HTTP client parses it, so the host checked is the host
-    /// called.
-    fn may_send_credential(&self, url: &str) -> Result<(), CallFailed> {
+    /// Calls (and with them the credential and the client certificate) go only to the
+    /// Katalog's own URL, its literal host or `allowedHosts` — with the URL parsed as the HTTP
+    /// client parses it, so the host checked is the host called.
+    fn may_call(&self, url: &str) -> Result<(), CallFailed> {
         let target = Endpoint::for_credential(url).map_err(CallError::from)?;
         let katalogs_own = self.katalog_url.as_deref() == Some(url);
         if katalogs_own || credential_allowed(&target, self.endpoint.source(), &self.allowed_hosts)
@@ -126,12 +126,12 @@ impl Transport for HttpPort {
         Box::pin(async move {
             let url = self
                 .endpoint
-                .render(cr)
+                .render_url(cr)
                 .map_err(|e| CallFailed::Endpoint(e.to_string()))?;
+            // Every call, with or without a credential or client certificate (SPEC §11): a
+            // CR's fields must not aim ork at another host and read its answer back.
+            self.may_call(&url)?;
             let credential = self.credential.current().map_err(CallFailed::Credential)?;
-            if credential.is_some() {
-                self.may_send_credential(&url)?;
-            }
             let client = self.client.current().map_err(CallFailed::Tls)?;
             Ok(client
                 .call(Call {
@@ -315,18 +315,64 @@ mod tests {
             "{{ if .ork.inCluster }}http://svc.team:8080/r{{ else }}http://127.0.0.1:8025/r{{ end }}",
             &[],
         );
-        assert!(p.may_send_credential("http://127.0.0.1:8025/r").is_ok());
+        assert!(p.may_call("http://127.0.0.1:8025/r").is_ok());
         let p = port(
             "http://{{ .spec.host | default \"127.0.0.1:8025\" }}/r",
             &[],
         );
-        assert!(p.may_send_credential("http://127.0.0.1:8025/r").is_ok());
-        assert!(p.may_send_credential("http://127.0.0.1:9002/r").is_err());
+        assert!(p.may_call("http://127.0.0.1:8025/r").is_ok());
+        assert!(p.may_call("http://127.0.0.1:9002/r").is_err());
         let p = port("http://{{ .spec.host }}/r", &["127.0.0.1:9001"]);
-        assert!(p.may_send_credential("http://127.0.0.1:9001/r").is_ok());
+        assert!(p.may_call("http://127.0.0.1:9001/r").is_ok());
         assert!(
-            p.may_send_credential("http://127.0.0.1:9002\\@127.0.0.1:9001/r")
+            p.may_call("http://127.0.0.1:9002\\@127.0.0.1:9001/r")
                 .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cr_steered_host_is_not_called_even_without_a_credential() {
+        let p = port("http://{{ .spec.host }}/r", &[]);
+        let cr = serde_json::json!({"spec": {"host": "127.0.0.1:9"}});
+        let e = p
+            .call(&cr, b"{}".to_vec())
+            .await
+            .expect_err("not the Katalog's host");
+        assert!(
+            matches!(&e, CallFailed::HostNotAllowed { host } if host == "127.0.0.1:9"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rendered_path_segment_is_encoded_and_dot_segments_are_refused() {
+        let p = port(
+            "http://127.0.0.1:8025/tenants/{{ .spec.tenant }}/reconcile",
+            &[],
+        );
+        for tenant in ["..", "%2e%2e", "."] {
+            let cr = serde_json::json!({"spec": {"tenant": tenant}});
+            let e = p.call(&cr, Vec::new()).await.expect_err(tenant).to_string();
+            if tenant == "%2e%2e" {
+                // The `%` is encoded: `%252e%252e` is a name, not a dot-segment; no template
+                // error, the call just fails on the unused client.
+                assert!(!e.contains("dot-segment"), "{tenant}: {e}");
+            } else {
+                assert!(e.contains("dot-segment"), "{tenant}: {e}");
+            }
+        }
+        let url = p
+            .endpoint
+            .render_url(&serde_json::json!({"spec": {"tenant": "../../admin/wipe-all-tenants?"}}))
+            .expect("one segment");
+        assert_eq!(
+            url,
+            "http://127.0.0.1:8025/tenants/..%2F..%2Fadmin%2Fwipe-all-tenants%3F/reconcile"
+        );
+        let literal = Template::parse("http://127.0.0.1:8025/a/%2E%2e/b").expect("template");
+        assert!(
+            literal.render_url(&Value::Null).is_err(),
+            "a literal dot-segment too"
         );
     }
 }
