@@ -9,71 +9,96 @@ use serde_json::{Map, Value, json};
 pub struct StatusInput<'a> {
     /// `None` on success, the failure message otherwise.
     pub error: Option<&'a str>,
+    /// Whether the service answered and its answer was accepted: its `status` and conditions
+    /// then say what the service thinks now (SPEC §14), replacing what it said before.
+    pub answered: bool,
     pub service_status: Option<&'a Map<String, Value>>,
     pub service_conditions: &'a [ServiceCondition],
     pub generation: Option<i64>,
 }
 
-const MESSAGE_LIMIT: usize = 256;
+/// Condition messages are cut here, far above the cause of any failure ork records (its own
+/// error text is at most 1,000 characters): a message is never cut before its cause.
+const MESSAGE_LIMIT: usize = 4096;
+
+/// The conditions ork itself writes; every other one is the service's.
+const ORK_CONDITIONS: [&str; 1] = ["Ready"];
+
+/// Status keys ork itself writes; every other one is the service's.
+const ORK_KEYS: [&str; 2] = ["conditions", "observedGeneration"];
 
 /// The merge patch body (`{"status": {...}}`) to send, or `None` when status already says it.
 /// `now` (RFC 3339) stamps conditions whose status changed.
+///
+/// Status hygiene (SPEC §14): an accepted answer's `status` is the service's whole status —
+/// keys it no longer returns are removed — and its conditions replace the ones it returned
+/// before; a failure leaves both as the service last said them. `observedGeneration` is the
+/// generation the service's status describes: it moves only with an accepted answer, while
+/// each condition carries its own. So a CR's status never holds more than one answer's worth
+/// (the per-answer caps hold per CR).
 pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -> Option<Value> {
     let current_map = current
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut next = current_map.clone();
     let mut patch = Map::new();
-    if let Some(service) = input.service_status {
+    if let (true, Some(service)) = (input.answered, input.service_status) {
+        for k in current_map.keys() {
+            if !ORK_KEYS.contains(&k.as_str()) && !service.contains_key(k) {
+                patch.insert(k.clone(), Value::Null);
+            }
+        }
         for (k, v) in service {
-            if k == "conditions" || k == "observedGeneration" {
+            if ORK_KEYS.contains(&k.as_str()) {
                 continue;
             }
             if v.is_null() {
-                if next.remove(k).is_some() {
+                if current_map.contains_key(k) {
                     patch.insert(k.clone(), Value::Null);
                 }
-            } else if next.get(k) != Some(v) {
-                next.insert(k.clone(), v.clone());
+            } else if current_map.get(k) != Some(v) {
                 patch.insert(k.clone(), v.clone());
             }
         }
     }
-    let mut conditions: Vec<Value> = current_map
+    let previous: Vec<Value> = current_map
         .get("conditions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let mut conditions = previous.clone();
+    if input.answered {
+        conditions.retain(|c| {
+            c.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| ORK_CONDITIONS.contains(&t))
+        });
+    }
     let ready = match input.error {
         None => ("True", "ReconcileSucceeded", String::new()),
         Some(e) => ("False", "ReconcileError", truncate(e)),
     };
-    upsert(
-        &mut conditions,
-        "Ready",
-        ready.0,
-        ready.1,
-        &ready.2,
-        input.generation,
+    let stamp = Stamp {
+        previous: &previous,
+        generation: input.generation,
         now,
-    );
+    };
+    stamp.upsert(&mut conditions, "Ready", ready.0, ready.1, &ready.2);
     for c in input.service_conditions {
-        upsert(
+        stamp.upsert(
             &mut conditions,
             &c.type_,
             &c.status,
             &c.reason,
             &truncate(&c.message),
-            input.generation,
-            now,
         );
     }
     let conditions = Value::Array(conditions);
     if current_map.get("conditions") != Some(&conditions) {
         patch.insert("conditions".into(), conditions);
     }
-    if let Some(g) = input.generation
+    if input.answered
+        && let Some(g) = input.generation
         && current_map.get("observedGeneration") != Some(&json!(g))
     {
         patch.insert("observedGeneration".into(), json!(g));
@@ -81,38 +106,45 @@ pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -
     (!patch.is_empty()).then(|| json!({ "status": patch }))
 }
 
-fn upsert(
-    conditions: &mut Vec<Value>,
-    type_: &str,
-    status: &str,
-    reason: &str,
-    message: &str,
+/// How conditions are written: a condition keeps its `lastTransitionTime` from `previous`
+/// while its status is unchanged.
+struct Stamp<'a> {
+    previous: &'a [Value],
     generation: Option<i64>,
-    now: &str,
-) {
-    let existing = conditions
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_));
-    let transition = match &existing {
-        Some(c) if c.get("status").and_then(Value::as_str) == Some(status) => c
-            .get("lastTransitionTime")
-            .cloned()
-            .unwrap_or_else(|| json!(now)),
-        _ => json!(now),
-    };
-    let mut cond = json!({
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": transition,
-    });
-    if let Some(g) = generation {
-        cond["observedGeneration"] = json!(g);
-    }
-    match existing {
-        Some(c) => *c = cond,
-        None => conditions.push(cond),
+    now: &'a str,
+}
+
+impl Stamp<'_> {
+    fn upsert(
+        &self,
+        conditions: &mut Vec<Value>,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        let type_of = |c: &Value| c.get("type").and_then(Value::as_str) == Some(type_);
+        let transition = match self.previous.iter().find(|c| type_of(c)) {
+            Some(c) if c.get("status").and_then(Value::as_str) == Some(status) => c
+                .get("lastTransitionTime")
+                .cloned()
+                .unwrap_or_else(|| json!(self.now)),
+            _ => json!(self.now),
+        };
+        let mut cond = json!({
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": transition,
+        });
+        if let Some(g) = self.generation {
+            cond["observedGeneration"] = json!(g);
+        }
+        match conditions.iter_mut().find(|c| type_of(c)) {
+            Some(c) => *c = cond,
+            None => conditions.push(cond),
+        }
     }
 }
 
@@ -132,6 +164,7 @@ mod tests {
     fn ok(status: Option<&Map<String, Value>>) -> StatusInput<'_> {
         StatusInput {
             error: None,
+            answered: true,
             service_status: status,
             service_conditions: &[],
             generation: Some(1),
@@ -169,6 +202,7 @@ mod tests {
         );
         let fail = StatusInput {
             error: Some("boom"),
+            answered: false,
             ..ok(None)
         };
         let patch = plan_status(Some(&stored), fail, "t2").expect("flip");
@@ -187,9 +221,10 @@ mod tests {
     }
 
     #[test]
-    fn null_removes_a_service_key_and_service_conditions_merge_by_type() {
-        let stored = json!({"phase": "Old", "url": "x"});
-        let service = json!({"url": null}).as_object().cloned();
+    fn an_answer_s_status_replaces_the_service_s_keys_and_conditions() {
+        let stored = json!({"phase": "Old", "url": "x", "quotaItems": 2,
+            "conditions": [{"type": "HasUsers", "status": "True", "reason": "Bound", "message": "3 users bound"}]});
+        let service = json!({"url": null, "phase": "Old"}).as_object().cloned();
         let conds = [ServiceCondition {
             type_: "DatabaseReady".into(),
             status: "False".into(),
@@ -202,19 +237,95 @@ mod tests {
         };
         let patch = plan_status(Some(&stored), input, "t").expect("write");
         assert_eq!(patch["status"]["url"], Value::Null);
-        assert!(patch["status"].get("phase").is_none());
+        assert_eq!(
+            patch["status"]["quotaItems"],
+            Value::Null,
+            "a key the service stopped returning goes"
+        );
+        assert!(patch["status"].get("phase").is_none(), "unchanged");
         let types: Vec<&str> = patch["status"]["conditions"]
             .as_array()
             .expect("list")
             .iter()
             .filter_map(|c| c["type"].as_str())
             .collect();
-        assert_eq!(types, ["Ready", "DatabaseReady"]);
+        assert_eq!(
+            types,
+            ["Ready", "DatabaseReady"],
+            "HasUsers is no longer said"
+        );
+    }
+
+    #[test]
+    fn a_failure_keeps_what_the_service_said_and_its_generation() {
+        let conds = [ServiceCondition {
+            type_: "HasUsers".into(),
+            status: "True".into(),
+            reason: "Bound".into(),
+            message: "1 user".into(),
+        }];
+        let service = json!({"phase": "Active"}).as_object().cloned();
+        let first = StatusInput {
+            service_conditions: &conds,
+            ..ok(service.as_ref())
+        };
+        let stored = apply(&json!({}), &plan_status(None, first, "t1").expect("write"));
+        let fail = StatusInput {
+            error: Some("cannot connect"),
+            answered: false,
+            service_status: None,
+            service_conditions: &[],
+            generation: Some(2),
+        };
+        let stored = apply(
+            &stored,
+            &plan_status(Some(&stored), fail, "t2").expect("write"),
+        );
+        assert_eq!(stored["phase"], "Active");
+        assert_eq!(
+            stored["observedGeneration"], 1,
+            "what the service's status describes"
+        );
+        let conditions = stored["conditions"].as_array().expect("list");
+        assert_eq!(conditions.len(), 2);
+        assert_eq!(
+            conditions[0]["observedGeneration"], 2,
+            "Ready: this attempt's"
+        );
+        assert_eq!(conditions[1]["observedGeneration"], 1);
+    }
+
+    #[test]
+    fn conditions_and_keys_stay_one_answer_s_worth_over_many_cycles() {
+        let mut stored = json!({});
+        for cycle in 0..6 {
+            let conds: Vec<ServiceCondition> = (0..100)
+                .map(|i| ServiceCondition {
+                    type_: format!("C{cycle}x{i}"),
+                    status: "True".into(),
+                    reason: "R".into(),
+                    message: String::new(),
+                })
+                .collect();
+            let service = json!({ format!("key{cycle}"): "v".repeat(1000) })
+                .as_object()
+                .cloned();
+            let input = StatusInput {
+                service_conditions: &conds,
+                ..ok(service.as_ref())
+            };
+            if let Some(patch) = plan_status(Some(&stored), input, "t") {
+                stored = apply(&stored, &patch);
+            }
+        }
+        assert_eq!(stored["conditions"].as_array().map(Vec::len), Some(101));
+        let keys: Vec<&String> = stored.as_object().expect("map").keys().collect();
+        assert_eq!(keys, ["conditions", "key5", "observedGeneration"]);
     }
 
     #[test]
     fn long_messages_are_truncated() {
-        let long = "x".repeat(1000);
+        let long = "x".repeat(10_000);
         let patch = plan_status(
             None,
             StatusInput {
@@ -228,7 +339,7 @@ mod tests {
             patch["status"]["conditions"][0]["message"]
                 .as_str()
                 .map(str::len),
-            Some(256)
+            Some(MESSAGE_LIMIT)
         );
     }
 }

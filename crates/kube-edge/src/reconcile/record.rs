@@ -47,6 +47,7 @@ pub(super) async fn record(
         .map(|s| redact_map(s, ports));
     let input = StatusInput {
         error: error.as_deref(),
+        answered: decision.is_some(),
         service_status: service_status.as_ref(),
         service_conditions: decision.map_or(&[], |d| d.conditions.as_slice()),
         generation: cr.meta().generation,
