@@ -130,6 +130,11 @@ pub struct RunArgs {
     /// Address of /healthz, /readyz, /metrics and /katalog (`none` to serve nothing).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http_addr: String,
+    /// Serve /katalog without a token to callers on loopback (local development). Otherwise a
+    /// caller needs a bearer token of a user the API server allows to list the entry's CRs;
+    /// note that `kubectl port-forward` traffic arrives on the pod's loopback.
+    #[arg(long, env = "ORK_UNAUTHENTICATED_LOOPBACK")]
+    pub unauthenticated_loopback: bool,
     /// Reconcile only while holding the Lease `orkestra-konductor` in ork's namespace.
     #[arg(long)]
     pub leader_elect: bool,

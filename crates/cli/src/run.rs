@@ -127,8 +127,13 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             .parse()
             .with_context(|| format!("--http-addr {:?} is not host:port", args.http_addr))?;
         let runtime = runtime.clone();
+        let guard = crate::http::Guard {
+            client: Some(client.clone()),
+            loopback_open: args.unauthenticated_loopback,
+            entries: std::sync::Arc::new(read_checks(&katalog)),
+        };
         tokio::spawn(async move {
-            if let Err(e) = crate::http::serve(addr, runtime).await {
+            if let Err(e) = crate::http::serve(addr, runtime, guard).await {
                 tracing::error!(%addr, error = %e, "cannot serve the HTTP endpoints");
             }
         });
@@ -267,4 +272,27 @@ fn init_logging(json: bool) {
     } else {
         builder.init();
     }
+}
+
+/// For each enabled entry, what a reader of its `/katalog` health must be allowed: `list` on
+/// its CRs, where the entry watches them.
+fn read_checks(
+    katalog: &ork_katalog::Katalog,
+) -> std::collections::BTreeMap<String, ork_kube::access::ReadCheck> {
+    katalog
+        .spec
+        .crds
+        .iter()
+        .filter(|(_, e)| e.enabled)
+        .map(|(name, e)| {
+            (
+                name.clone(),
+                ork_kube::access::ReadCheck {
+                    group: e.api_types.group.clone(),
+                    resource: e.api_types.plural.clone(),
+                    namespace: e.single_namespace().filter(|_| e.namespaced),
+                },
+            )
+        })
+        .collect()
 }

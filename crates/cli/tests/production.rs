@@ -56,13 +56,28 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
     assert_eq!(get(addr, "/healthz").await?, (200, "ok".to_string()));
     assert_eq!(get(addr, "/readyz").await?.0, 200);
 
-    let (status, body) = get(addr, "/katalog/webapp/health").await?;
+    // The Katalog's health is for those who may list its CRs, loopback or not (SPEC §11).
+    for path in ["/katalog", "/katalog/webapp/health"] {
+        assert_eq!(get(addr, path).await?.0, 401, "{path} without a token");
+    }
+    let nobody = service_account_token(&client, &ns.name, "default").await?;
+    let (status, body) = get_as(addr, "/katalog", &nobody).await?;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(&format!(
+            "system:serviceaccount:{}:default may not list demo.ork.dev/webapps",
+            ns.name
+        )),
+        "{body}"
+    );
+    let admin = admin_token()?;
+    let (status, body) = get_as(addr, "/katalog/webapp/health", &admin).await?;
     assert_eq!(status, 200);
     let report: Value = serde_json::from_str(&body)?;
     assert_eq!(report["state"], "healthy");
     assert_eq!(report["health"]["totalReconciles"], 1);
-    assert_eq!(get(addr, "/katalog/nope/health").await?.0, 404);
-    let (_, all) = get(addr, "/katalog").await?;
+    assert_eq!(get_as(addr, "/katalog/nope/health", &admin).await?.0, 404);
+    let (_, all) = get_as(addr, "/katalog", &admin).await?;
     let all: Value = serde_json::from_str(&all)?;
     assert_eq!(all["entries"][0]["name"], "webapp");
     assert_eq!(all["metadata"]["name"], "test");

@@ -89,6 +89,27 @@ pub fn validate(katalog: &Katalog) -> Vec<Finding> {
     f.found
 }
 
+/// The host of a literal `http://` URL (no template in scheme or authority).
+fn plain_http_host(source: &str) -> Option<&str> {
+    if host_is_templated(source) {
+        return None;
+    }
+    let rest = source.strip_prefix("http://")?;
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.split(':').next().unwrap_or(authority),
+    })
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Whether the scheme or authority of a URL template holds an action.
 fn host_is_templated(source: &str) -> bool {
     let authority_end = source
@@ -115,6 +136,19 @@ pub fn notices(katalog: &Katalog) -> Vec<Finding> {
                 format!("{rp}.endpoint"),
                 "the endpoint's host is a template and allowedHosts is empty: only a URL whose host is the one the Katalog renders without a CR is called",
                 Some("list the hosts a CR may choose in `allowedHosts`"),
+            );
+        }
+        if let Some(endpoint) = &remote.endpoint
+            && remote.auth.is_some()
+            && let Some(host) = plain_http_host(endpoint.source())
+            && !is_loopback_host(host)
+        {
+            f.add(
+                format!("{rp}.endpoint"),
+                format!(
+                    "the credential goes over plain http:// to {host}: anyone on the way can read it"
+                ),
+                Some("use https:// (with `tls.caBundle` for a private CA)"),
             );
         }
         if remote.managed_resources.is_empty() && remote.command.is_none() {

@@ -10,6 +10,7 @@
 //! - [`runtime`]: every entry of a run, health and metrics for the HTTP endpoints; [`leader`]
 //!   switches it on and off. [`simulate`] drives the same controller against memory.
 
+pub mod access;
 pub mod auth;
 mod cache;
 pub mod client;

@@ -267,6 +267,19 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
             ..rule("", vec!["secrets".into()], &SECRET_VERBS, Some(ns))
         });
     }
+    // `/katalog` asks the API server who its caller is and what they may read (SPEC §14).
+    out.push(rule(
+        "authentication.k8s.io",
+        vec!["tokenreviews".into()],
+        &["create"],
+        None,
+    ));
+    out.push(rule(
+        "authorization.k8s.io",
+        vec!["subjectaccessreviews".into()],
+        &["create"],
+        None,
+    ));
     if leases {
         out.push(rule(
             "coordination.k8s.io",

@@ -242,6 +242,27 @@ pub async fn get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
     Ok((resp.status().as_u16(), resp.text().await?))
 }
 
+/// [`get`] with `token` as the bearer.
+pub async fn get_as(addr: SocketAddr, path: &str, token: &str) -> Result<(u16, String)> {
+    install_crypto();
+    let resp = reqwest::Client::new()
+        .get(format!("http://{addr}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await?;
+    Ok((resp.status().as_u16(), resp.text().await?))
+}
+
+/// The local cluster's admin token (`system:masters`), from its kubeconfig.
+pub fn admin_token() -> Result<String> {
+    let text = std::fs::read_to_string(ork_test_support::kubeconfig_path())?;
+    let kc: serde_json::Value = serde_saphyr::from_str(&text)?;
+    kc["users"][0]["user"]["token"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("the local cluster's kubeconfig has no token"))
+}
+
 /// A kubeconfig at `path` for the local cluster that authenticates with `token`.
 pub fn kubeconfig_with_token(token: &str, path: &std::path::Path) -> Result<()> {
     let mut kc = kube::config::Kubeconfig::read_from(ork_test_support::kubeconfig_path())?;
