@@ -88,6 +88,11 @@ fn text() {
 }
 
 #[test]
+fn list() {
+    short("list", 1000);
+}
+
+#[test]
 fn every_target_has_a_short_run() {
     let here = include_str!("short.rs");
     for t in targets::ALL {

@@ -35,7 +35,7 @@ mod shard_set;
 pub mod shards;
 pub mod simulate;
 pub mod wake;
-mod wire;
+pub mod wire;
 
 pub use controller::{RunError, RunOptions};
 pub use entry::EntryError;

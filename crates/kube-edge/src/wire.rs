@@ -28,7 +28,7 @@ use crate::labels::FIELD_MANAGER;
 
 /// How deep a field's value may nest (below the object's top level) to be read. A list page
 /// adds 3 levels and a watch event 2 above it, well inside the JSON decoder's 128.
-pub(crate) const MAX_DEPTH: usize = 100;
+pub const MAX_DEPTH: usize = 100;
 
 /// The annotation, in ork's memory only (never written), that marks an object ork could not
 /// read whole; its value says why. See [`undecodable`].
@@ -40,6 +40,45 @@ pub(crate) fn undecodable(meta: &ObjectMeta) -> Option<&str> {
         .as_ref()?
         .get(UNDECODABLE)
         .map(String::as_str)
+}
+
+/// One object of a list page as the watches read it: the object (without `managedFields`, with
+/// every too-deep field skipped) and why it could not be read whole, if it could not.
+pub type DecodedItem = (DynamicObject, Option<String>);
+
+/// Decodes a list page (`{"items": [...]}`, as the API server answers a LIST) exactly as ork's
+/// watches do, item by item; for the fuzz suite and tests.
+///
+/// # Errors
+/// The page is not JSON, or an item is not an object with a `metadata` map (the API server
+/// never sends either).
+pub fn decode_list_page(text: &str) -> serde_json::Result<Vec<DecodedItem>> {
+    let list: kube::core::ObjectList<Lean> = serde_json::from_str(text)?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|l| {
+            let why = undecodable(&l.object.metadata).map(str::to_string);
+            (l.object, why)
+        })
+        .collect())
+}
+
+/// Decodes one watch event line (`{"type": "ADDED", "object": {...}}`) as ork's watches do.
+///
+/// # Errors
+/// As [`decode_list_page`].
+pub fn decode_watch_event(text: &str) -> serde_json::Result<Option<DecodedItem>> {
+    let event: kube::core::WatchEvent<Lean> = serde_json::from_str(text)?;
+    Ok(match event {
+        kube::core::WatchEvent::Added(l)
+        | kube::core::WatchEvent::Modified(l)
+        | kube::core::WatchEvent::Deleted(l) => {
+            let why = undecodable(&l.object.metadata).map(str::to_string);
+            Some((l.object, why))
+        }
+        _ => None,
+    })
 }
 
 /// An object as read, and whether ork's field manager wrote any of its fields.

@@ -5,6 +5,7 @@ mod answer;
 mod cr;
 mod duration;
 mod katalog;
+mod list;
 mod template;
 mod text;
 mod url;
@@ -19,6 +20,7 @@ pub static ALL: &[&dyn Target] = &[
     &duration::Durations,
     &url::Urls,
     &answer::Answers,
+    &list::Lists,
     &text::Text,
 ];
 
