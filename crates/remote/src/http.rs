@@ -113,9 +113,16 @@ impl HttpTransport {
             })?;
             builder = builder.identity(identity);
         }
-        let client = builder
-            .build()
-            .map_err(|e| CallError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let client = builder.build().map_err(|e| {
+            // reqwest says only "builder error"; the cause is further down the chain.
+            let cause = causes(&e);
+            let hint = if cause.contains("UnsupportedCertVersion") || cause.contains("Version") {
+                " (an X.509 v1 certificate: the TLS stack takes v3 certificates only; reissue it with v3 extensions, e.g. `openssl x509 -req … -extfile` with basicConstraints and keyUsage)"
+            } else {
+                ""
+            };
+            CallError::Config(format!("cannot build the HTTP client: {cause}{hint}"))
+        })?;
         Ok(HttpTransport { client })
     }
 
@@ -233,4 +240,18 @@ pub(crate) fn random_hex(bytes: usize) -> String {
         out.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     out
+}
+
+/// `e` and every cause below it, joined by `: ` (each told once).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = cause.source();
+    }
+    parts.join(": ")
 }

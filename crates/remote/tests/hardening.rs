@@ -271,3 +271,83 @@ fn debug_output_of_a_call_shows_neither_user_info_nor_the_credential() {
         "{text}"
     );
 }
+
+/// A client certificate the TLS stack cannot take (X.509 v1, no extensions, as `openssl x509
+/// -req` writes without `-extfile`) is refused with its cause, not a bare "builder error".
+#[test]
+fn a_v1_client_certificate_is_refused_with_the_cause() {
+    let dir = std::env::temp_dir().join(format!("ork-v1-cert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .current_dir(&dir)
+            .args(args)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-subj",
+        "/CN=test-ca",
+        "-days",
+        "1",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "client.key",
+        "-out",
+        "client.csr",
+        "-subj",
+        "/CN=ork",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "client.crt",
+        "-days",
+        "1",
+    ]);
+    let read = |f: &str| std::fs::read(dir.join(f)).expect("pem");
+    let tls = ork_remote::TlsSettings {
+        client_cert_pem: Some((read("client.crt"), read("client.key"))),
+        ..Default::default()
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    ork_test_support::install_crypto();
+    match HttpTransport::with_tls(&tls) {
+        Ok(_) => {} // a TLS stack that takes v1 certificates: nothing to explain
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("UnsupportedCertVersion") && text.contains("v3 extensions"),
+                "{text}"
+            );
+            assert!(!text.contains("PRIVATE KEY"), "{text}");
+        }
+    }
+}
