@@ -375,3 +375,119 @@ async fn a_service_can_neither_mint_service_account_tokens_nor_read_secret_value
     assert!(secrets.get_opt("stolen").await?.is_none());
     Ok(())
 }
+
+/// A tenant who may write ConfigMaps in namespace B copies ork's owner marks (label,
+/// annotations, field manager) onto a ConfigMap there, naming a CR of namespace A whose
+/// children live in B. It triggers nothing, never reaches that CR's `prepared.children`, and
+/// ork never deletes it; ork's own child beside it is pruned as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ownership_marks_copied_by_a_tenant_count_for_nothing() -> Result<()> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let admin = client().await?;
+    let a = TestNamespace::create(&admin).await?;
+    let b = TestNamespace::create(&admin).await?;
+    let prune = Arc::new(AtomicBool::new(false));
+    let answer = {
+        let prune = prune.clone();
+        let ns = b.name.clone();
+        move |_: &Value| {
+            let resources = if prune.load(Ordering::SeqCst) {
+                json!([])
+            } else {
+                json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "shared", "namespace": ns}, "data": {"k": "v"}}])
+            };
+            Reply::ok(json!({"status": {"phase": "Ready"}, "resources": resources}))
+        }
+    };
+    let svc = FakeService::start(answer).await?;
+    let katalog = configmap_katalog(&a.name, &svc.url, 1, &format!(", namespaces: [{}]", b.name));
+    let (_, _ork) = start_katalog(&a, &katalog).await?;
+    create_webapp(&admin, &a.name, "web", "nginx:1").await?;
+    let api = webapps(&admin, &a.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    let uid = api.get("web").await?.metadata.uid.unwrap_or_default();
+    let b_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), &b.name);
+    let shared = b_maps.get("shared").await?;
+
+    // The tenant: ConfigMaps in B, nothing else.
+    apply_yaml(
+        &admin,
+        &format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: tenant}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: tenant}}\nrules: [{{apiGroups: [\"\"], resources: [configmaps], verbs: [\"*\"]}}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: tenant}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: tenant}}\nsubjects: [{{kind: ServiceAccount, name: tenant, namespace: {}}}]\n",
+            b.name
+        ),
+        &b.name,
+    )
+    .await?;
+    let token = service_account_token(&admin, &b.name, "tenant").await?;
+    let dir = std::env::temp_dir().join(format!("ork-tenant-{}", b.name));
+    std::fs::create_dir_all(&dir)?;
+    kubeconfig_with_token(&token, &dir.join("kubeconfig"))?;
+    let kc = kube::config::Kubeconfig::read_from(dir.join("kubeconfig"))?;
+    let tenant = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?,
+    )?;
+    let tenant_maps: Api<ConfigMap> = Api::namespaced(tenant, &b.name);
+    let forge = |round: u32| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "forged",
+                   "labels": {"orkestra.orkspace.io/managed": "true", "orkestra.orkspace.io/owner-uid": uid},
+                   "annotations": {"orkestra.orkspace.io/owner": format!("webapp/{}/web", a.name),
+                                   "orkestra.orkspace.io/owner-kind": "WebApp.demo.ork.dev",
+                                   "orkestra.orkspace.io/owner-mark": "0".repeat(64)}},
+               "data": {"round": round.to_string()}})
+    };
+    let calls = svc.calls();
+    for round in 0..5 {
+        tenant_maps
+            .patch(
+                "forged",
+                &kube::api::PatchParams::apply("orkestra-remote").force(),
+                &kube::api::Patch::Apply(forge(round)),
+            )
+            .await?;
+    }
+    // A forged child would have been judged by now (ork reacts to its children within
+    // milliseconds); its edits triggered nothing.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(svc.calls(), calls, "the tenant's edits called the service");
+
+    // The next reconcile: ork's child is sent, the forged one is not; then ork prunes its own.
+    prune.store(true, Ordering::SeqCst);
+    api.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await?;
+    wait_for("shared pruned", WAIT, || async {
+        b_maps.get_opt("shared").await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    let sent = svc
+        .received()
+        .iter()
+        .map(|r| r.body["prepared"]["children"]["configmap"].clone())
+        .next_back()
+        .unwrap_or_default();
+    assert!(sent.get("shared").is_some(), "{sent}");
+    assert!(sent.get("forged").is_none(), "{sent}");
+    assert!(
+        b_maps.get_opt("forged").await?.is_some(),
+        "ork deleted the tenant's object"
+    );
+    assert!(
+        shared
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("orkestra.orkspace.io/owner-mark"),
+        "ork marks the child it wrote"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

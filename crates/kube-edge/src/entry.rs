@@ -35,6 +35,9 @@ pub enum EntryError {
     Credential(crate::auth::AuthError),
     #[error("TLS: {0}")]
     Tls(crate::auth::AuthError),
+    /// The key of ownership marks (SPEC §11) cannot be read or created.
+    #[error("ownership mark key: {0}")]
+    MarkKey(String),
     /// `ork simulate`: a type that cannot be resolved without an API server.
     #[error("{0}")]
     Offline(String),
@@ -65,6 +68,8 @@ pub(crate) struct EntryContext {
     /// `Kind.group` of the CRs, as ork marks the children no owner reference covers
     /// ([`crate::labels::OWNER_KIND`]).
     pub owner_kind: String,
+    /// Makes and checks the ownership marks of those children ([`crate::mark`]).
+    pub mark_key: crate::mark::MarkKey,
 }
 
 impl EntryContext {
@@ -80,6 +85,7 @@ impl EntryContext {
         cr_namespaced: bool,
         children: Vec<ChildType>,
         ork_namespace: String,
+        mark_key: crate::mark::MarkKey,
     ) -> Result<EntryContext, EntryError> {
         let remote = entry
             .operator_box
@@ -123,6 +129,7 @@ impl EntryContext {
             .cloned()
             .collect();
         Ok(EntryContext {
+            mark_key,
             owner_kind: group_kind(&cr_resource.kind, &cr_resource.api_version),
             own_metadata,
             name,
@@ -137,6 +144,16 @@ impl EntryContext {
             ork_namespace,
             force,
             entry,
+        })
+    }
+
+    /// Whether some children are beyond an owner reference's reach (another namespace,
+    /// cluster-scoped, or namespaced children of a cluster-scoped CR): they carry ork's mark.
+    pub fn marks_children(children: &[ChildType], cr_namespaced: bool) -> bool {
+        children.iter().any(|c| {
+            c.managed.cluster_scoped
+                || !c.managed.namespaces.is_empty()
+                || (!cr_namespaced && c.managed.namespaced)
         })
     }
 
@@ -158,6 +175,7 @@ impl EntryContext {
                 namespace: cr.namespace(),
             },
             uid: cr.meta().uid.clone()?,
+            key: self.mark_key.clone(),
         })
     }
 

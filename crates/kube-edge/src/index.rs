@@ -75,6 +75,9 @@ pub(crate) struct ChildView {
     /// hands it to the garbage collector (another namespace, cluster-scoped), and it names a CR
     /// of this entry's type (`OWNER_KIND`).
     pub sweepable: bool,
+    /// Whether its ownership rests on ork's mark (SPEC §11) rather than an owner reference:
+    /// only such a child may live outside its CR's namespace.
+    pub marked: bool,
     /// Hash of the child without status and server bookkeeping.
     pub fingerprint: u64,
 }
@@ -112,6 +115,7 @@ struct ChildState {
     owner_uid: Option<String>,
     owner_key: Option<String>,
     sweepable: bool,
+    marked: bool,
     fingerprint: u64,
 }
 
@@ -507,6 +511,7 @@ impl Index {
             owner_uid,
             owner_key,
             sweepable,
+            marked,
             fingerprint,
         } = view;
         let previous = self.children.insert(
@@ -516,6 +521,7 @@ impl Index {
                 owner_uid: owner_uid.clone(),
                 owner_key: owner_key.clone(),
                 sweepable,
+                marked,
                 fingerprint,
             },
         );
@@ -589,12 +595,21 @@ impl Index {
         }
     }
 
-    /// The children ork applied for the CR with `owner_uid` (owner-indexed, no scan).
-    pub fn children_of(&self, owner_uid: &str) -> Vec<ChildRef> {
+    /// The children ork applied for the CR with `owner_uid` in `owner_namespace`
+    /// (owner-indexed, no scan): those in the CR's namespace, and elsewhere only those whose
+    /// ownership rests on ork's mark. An owner reference does not cross namespaces, so one to
+    /// this CR's UID in another namespace is a tenant's forgery, not a child.
+    pub fn children_of(&self, owner_uid: &str, owner_namespace: Option<&str>) -> Vec<ChildRef> {
         self.by_owner
             .get(owner_uid)
-            .map(|s| s.to_vec())
-            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                c.namespace.as_deref() == owner_namespace
+                    || self.children.get(*c).is_some_and(|s| s.marked)
+            })
+            .cloned()
+            .collect()
     }
 
     /// The sentinels computed when `key` was last triggered (consumed by its reconcile).
@@ -795,6 +810,7 @@ mod tests {
             owner_uid: Some(format!("uid-{owner}")),
             owner_key: Some(owner.into()),
             sweepable: false,
+            marked: false,
             fingerprint,
         }
     }
@@ -847,7 +863,7 @@ mod tests {
         ix.cr_event(cr("ns/a", 1), &no_gate);
         ix.child_event(0, None, seen(child("one", "ns/a", 1)));
         ix.child_event(0, None, seen(child("two", "ns/a", 1)));
-        assert_eq!(ix.children_of("uid-ns/a").len(), 2);
+        assert_eq!(ix.children_of("uid-ns/a", Some("ns")).len(), 2);
 
         // The watch restarts; "two" was deleted during the gap.
         ix.child_event(0, None, Seen::Init);
@@ -866,7 +882,7 @@ mod tests {
             "its owner recreates it"
         );
         let names: Vec<String> = ix
-            .children_of("uid-ns/a")
+            .children_of("uid-ns/a", Some("ns"))
             .into_iter()
             .map(|c| c.name)
             .collect();
@@ -879,6 +895,7 @@ mod tests {
         ix.cr_event(cr("ns/a", 1), &no_gate);
         let mut other = child("far", "ns/a", 1);
         other.child.namespace = Some("other".into());
+        other.marked = true;
         ix.child_event(0, Some("other"), seen(other));
         ix.child_event(0, Some("ns"), seen(child("near", "ns/a", 1)));
         ix.child_event(0, Some("ns"), Seen::Init);
@@ -887,7 +904,7 @@ mod tests {
             "near is gone"
         );
         let names: Vec<String> = ix
-            .children_of("uid-ns/a")
+            .children_of("uid-ns/a", Some("ns"))
             .into_iter()
             .map(|c| c.name)
             .collect();
@@ -896,6 +913,17 @@ mod tests {
             ["far"],
             "the other namespace's watch still holds far"
         );
+    }
+
+    #[test]
+    fn an_unmarked_object_in_another_namespace_is_not_a_child_whatever_it_claims() {
+        let mut ix = Index::new(vec![], None);
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        // A tenant's object elsewhere naming the CR's UID (label, owner reference): no mark.
+        let mut forged = child("forged", "ns/a", 1);
+        forged.child.namespace = Some("tenant".into());
+        ix.child_event(0, Some("tenant"), seen(forged));
+        assert!(ix.children_of("uid-ns/a", Some("ns")).is_empty());
     }
 
     #[test]

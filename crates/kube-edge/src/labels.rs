@@ -7,6 +7,9 @@ pub const OWNER: &str = "orkestra.orkspace.io/owner";
 /// and group (`Kind.group`), so that ork sweeps such a child only for a CR of its own type: an
 /// entry of the same name in another ork, for another CRD, names its CRs alike.
 pub const OWNER_KIND: &str = "orkestra.orkspace.io/owner-kind";
+/// On a child no owner reference covers: ork's HMAC over the owner and the child
+/// (made in `mark.rs`), the only evidence of ownership such a child has (SPEC §11).
+pub const OWNER_MARK: &str = "orkestra.orkspace.io/owner-mark";
 pub const HEALTH: &str = "orkestra.orkspace.io/health";
 pub const METRICS: &str = "orkestra.orkspace.io/metrics";
 /// On a child: fingerprint of the object ork last applied, so an unchanged answer costs no write

@@ -24,6 +24,7 @@ pub mod install;
 pub mod labels;
 pub mod leader;
 mod lease;
+mod mark;
 mod metrics;
 pub mod permissions;
 mod ports;

@@ -124,6 +124,7 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     // namespace → Secret names (always literal: a templated name is refused at load).
     let mut secrets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut crds: BTreeSet<String> = BTreeSet::new();
+    let mut marks = false;
     // Child types that are cluster-scoped entries of this Katalog.
     let cluster_entries: BTreeSet<(&str, &str)> = katalog
         .spec
@@ -184,6 +185,11 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
                         .or_default()
                         .insert(role.name.clone());
                 }
+            }
+            // Beyond an owner reference's reach: the child carries ork's mark, whose key lives
+            // in a Secret of ork's namespace (SPEC §11).
+            if cluster_scoped || !m.namespaces.is_empty() || !entry.namespaced {
+                marks = true;
             }
             for scope in scopes {
                 children.insert((scope, m.group.clone(), plural.clone()));
@@ -260,6 +266,19 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
                 None,
             )
         });
+    }
+    if marks {
+        secrets
+            .entry(ork_namespace.to_string())
+            .or_default()
+            .insert(crate::mark::KEY_SECRET.to_string());
+        // Creating cannot be narrowed to a name (the name is in the body, not the URL).
+        out.push(rule(
+            "",
+            vec!["secrets".into()],
+            &["create"],
+            Some(ork_namespace.into()),
+        ));
     }
     for (ns, names) in secrets {
         out.push(Rule {

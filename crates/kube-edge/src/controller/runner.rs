@@ -22,7 +22,7 @@ use crate::error::ReconcileError;
 use crate::index::{
     ChildRef, ChildView, CrView, Effect, Index, Seen, child_fingerprint, cr_fingerprint,
 };
-use crate::labels::{OWNER, OWNER_KIND, OWNER_UID};
+use crate::labels::{OWNER, OWNER_KIND, OWNER_MARK, OWNER_UID};
 use crate::ports::{Cluster, Transport};
 use crate::process::Process;
 use crate::reconcile::{
@@ -171,7 +171,12 @@ impl Controller {
         event: &watcher::Event<DynamicObject>,
     ) {
         let view = |o: &DynamicObject| {
-            let owner_uid = o.labels().get(OWNER_UID).cloned();
+            let evidence = self.ownership(type_index, o);
+            let by_mark = matches!(evidence, Some((_, _, Evidence::Mark)));
+            let (owner_uid, owner_key) = match evidence {
+                Some((uid, key, _)) => (Some(uid), key),
+                None => (None, None),
+            };
             ChildView {
                 child: ChildRef {
                     type_index,
@@ -179,22 +184,55 @@ impl Controller {
                     name: o.name_any(),
                 },
                 uid: o.uid().unwrap_or_default(),
-                sweepable: o.annotations().get(OWNER_KIND) == Some(&self.ctx.owner_kind)
-                    && !o
-                        .owner_references()
-                        .iter()
-                        .any(|r| Some(&r.uid) == owner_uid.as_ref()),
+                sweepable: by_mark && o.annotations().get(OWNER_KIND) == Some(&self.ctx.owner_kind),
+                marked: by_mark,
                 owner_uid,
-                owner_key: o
-                    .annotations()
-                    .get(OWNER)
-                    .and_then(|a| owner_key(&self.ctx.name, a)),
+                owner_key,
                 fingerprint: child_fingerprint(o),
             }
         };
         let seen = reduce(event, view);
         let effects = self.index().child_event(type_index, scope, seen);
         self.apply(effects);
+    }
+
+    /// Whose child `o` is, by evidence a tenant cannot forge (SPEC §11): the owner's UID and
+    /// key, when either a controller owner reference to the UID of ork's owner label sits in
+    /// the namespace ork's owner annotation names (owner references do not cross namespaces,
+    /// and writing there takes write access to the CR's namespace), or ork's mark over owner
+    /// and child verifies. Labels, annotations and field managers alone are anyone's to write.
+    fn ownership(
+        &self,
+        type_index: usize,
+        o: &DynamicObject,
+    ) -> Option<(String, Option<String>, Evidence)> {
+        let uid = o.labels().get(OWNER_UID)?;
+        let annotation = o.annotations().get(OWNER)?;
+        let key = owner_key(&self.ctx.name, annotation);
+        let referenced = o
+            .owner_references()
+            .iter()
+            .any(|r| r.controller == Some(true) && &r.uid == uid);
+        if referenced {
+            let owner_ns = annotation.split('/').nth(1).unwrap_or_default();
+            return (o.namespace().unwrap_or_default() == owner_ns)
+                .then(|| (uid.clone(), key, Evidence::Reference));
+        }
+        let t = self.ctx.children.get(type_index)?;
+        let mark = o.annotations().get(OWNER_MARK)?;
+        let (namespace, name) = (o.namespace().unwrap_or_default(), o.name_any());
+        let marked = crate::mark::Marked {
+            owner_uid: uid,
+            owner: annotation,
+            group: &t.managed.group,
+            kind: &t.managed.kind,
+            namespace: &namespace,
+            name: &name,
+        };
+        self.ctx
+            .mark_key
+            .verifies(mark, &marked)
+            .then(|| (uid.clone(), key, Evidence::Mark))
     }
 
     fn apply(&self, effects: Vec<Effect>) {
@@ -257,7 +295,7 @@ impl Controller {
             } else {
                 ix.peek_sentinels(key)
             };
-            (s, ix.children_of(&uid))
+            (s, ix.children_of(&uid, cr.meta().namespace.as_deref()))
         };
         let children = owned
             .into_iter()
@@ -533,6 +571,15 @@ fn reduce<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject
 
 /// The owner key from a child's owner annotation `<entry>/<namespace>/<name>`, if it names
 /// this entry.
+/// How a child's ownership is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Evidence {
+    /// A controller owner reference, in the CR's namespace.
+    Reference,
+    /// ork's mark ([`crate::mark`]).
+    Mark,
+}
+
 fn owner_key(entry: &str, annotation: &str) -> Option<String> {
     let mut parts = annotation.splitn(3, '/');
     let (e, ns, name) = (parts.next()?, parts.next()?, parts.next()?);
@@ -627,6 +674,7 @@ spec:
             true,
             vec![child],
             "ork".into(),
+            crate::mark::MarkKey::ephemeral(),
         )
         .expect("builds");
         let writer = CacheWriter::new();

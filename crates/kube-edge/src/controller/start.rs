@@ -82,6 +82,15 @@ pub(crate) async fn start_entry(
         .map_err(EntryError::Tls)?;
     let transport: Arc<dyn Transport> =
         Arc::from(for_remote(&remote, &options.katalog_dir, credential, tls)?);
+    // Children beyond an owner reference's reach carry ork's mark, with a key every replica
+    // shares; an entry without such children needs no key from the cluster.
+    let mark_key = if EntryContext::marks_children(&children, cr_namespaced) {
+        crate::mark::load_or_create(&client, &options.ork_namespace)
+            .await
+            .map_err(EntryError::MarkKey)?
+    } else {
+        crate::mark::MarkKey::ephemeral()
+    };
     let ctx = Arc::new(EntryContext::build(
         name,
         entry,
@@ -93,6 +102,7 @@ pub(crate) async fn start_entry(
         } else {
             String::new()
         },
+        mark_key,
     )?);
     let cr_writer = CacheWriter::new();
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),

@@ -9,7 +9,7 @@ use ork_protocol::{DesiredChild, OwnerRef};
 use serde_json::{Map, Value, json};
 
 use crate::discovery::ChildType;
-use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_KIND, OWNER_UID};
+use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_KIND, OWNER_MARK, OWNER_UID};
 use crate::wire::Lean;
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +88,8 @@ pub struct Owner {
     pub entry: String,
     pub reference: OwnerRef,
     pub uid: String,
+    /// Marks the children no owner reference covers ([`OWNER_MARK`]).
+    pub(crate) key: crate::mark::MarkKey,
 }
 
 impl Owner {
@@ -174,6 +176,15 @@ pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
                 );
             } else {
                 put(meta, "annotations", OWNER_KIND, json!(owner.kind()));
+                let mark = owner.key.mark(&crate::mark::Marked {
+                    owner_uid: &owner.uid,
+                    owner: &owner.annotation(),
+                    group: &child.managed.group,
+                    kind: &child.managed.kind,
+                    namespace: child.namespace.as_deref().unwrap_or(""),
+                    name: &child.name,
+                });
+                put(meta, "annotations", OWNER_MARK, json!(mark));
             }
         }
     }
@@ -420,6 +431,7 @@ mod tests {
                 namespace: Some("ns".into()),
             },
             uid: "u1".into(),
+            key: crate::mark::MarkKey::ephemeral(),
         }
     }
 

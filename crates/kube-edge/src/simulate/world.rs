@@ -175,6 +175,7 @@ pub(crate) fn build_entries(
                 entry.namespaced,
                 children,
                 ork_namespace.clone(),
+                crate::mark::MarkKey::ephemeral(),
             )
             .map_err(fail)?,
         );
