@@ -103,7 +103,8 @@ def main():
     options = parser.parse_args()
     Handler.token = os.environ.get("RECONCILER_TOKEN") or DEMO_TOKEN
     server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
-    print(f"webapp reconciler listening on 127.0.0.1:{options.port}", flush=True)
+    # --port 0 lets the system choose; the line says which port it is.
+    print(f"webapp reconciler listening on 127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -105,7 +105,7 @@ async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker(
         "nothing of the bad answer applied"
     );
     let busy = wait_for("no worker busy", WAIT, || async {
-        let text = get(ork.http, "/metrics").await.ok()?.1;
+        let text = get(ork.http().await.ok()?, "/metrics").await.ok()?.1;
         let line = text
             .lines()
             .find(|l| l.starts_with("ork_workers_busy{") && l.contains("webapp"))?
@@ -144,7 +144,7 @@ async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied
     assert_eq!(child["apiVersion"], "v1");
     // The answer is what it was: the child is left alone.
     let applies = wait_for("the reconcile recorded", WAIT, || async {
-        let text = get(ork.http, "/metrics").await.ok()?.1;
+        let text = get(ork.http().await.ok()?, "/metrics").await.ok()?.1;
         text.contains("ork_reconciles_total{").then_some(text)
     })
     .await?;
@@ -289,7 +289,7 @@ spec:
 
 /// How many children `ork` swept (its `/metrics`).
 async fn swept(ork: &Ork) -> Result<u64> {
-    let (_, metrics) = get(ork.http, "/metrics").await?;
+    let (_, metrics) = get(ork.http().await?, "/metrics").await?;
     Ok(metrics
         .lines()
         .filter(|l| l.starts_with("ork_apply_operations_total") && l.contains("result=\"swept\""))

@@ -37,10 +37,13 @@ fn example() -> PathBuf {
 struct Reconciler {
     child: Child,
     log: PathBuf,
+    /// The port it listens on.
+    port: u16,
 }
 
 impl Reconciler {
-    /// Starts `reconciler.py` in `folder` on `port` and waits until it accepts connections.
+    /// Starts `reconciler.py` in `folder` on `port` (0: one the system chooses, so no parallel
+    /// test can take it between choosing and binding) and waits until it listens.
     fn start(folder: &Path, port: u16, log: PathBuf) -> Result<Reconciler> {
         let child = Command::new("python3")
             .arg(folder.join("reconciler.py"))
@@ -50,14 +53,24 @@ impl Reconciler {
             .stderr(Stdio::inherit())
             .spawn()
             .context("starting python3 reconciler.py")?;
-        let service = Reconciler { child, log };
+        let mut service = Reconciler { child, log, port };
         for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // Its first line names the port it bound.
+            let text = std::fs::read_to_string(&service.log).unwrap_or_default();
+            if let Some(bound) = text
+                .lines()
+                .next()
+                .and_then(|l| l.rsplit_once("127.0.0.1:"))
+                .and_then(|(_, p)| p.trim().parse::<u16>().ok())
+                && (port == 0 || bound == port)
+                && TcpStream::connect(("127.0.0.1", bound)).is_ok()
+            {
+                service.port = bound;
                 return Ok(service);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        bail!("reconciler.py did not listen on 127.0.0.1:{port}")
+        bail!("reconciler.py did not listen (port {port})")
     }
 
     /// One JSON object per call the service received.
@@ -361,14 +374,13 @@ fn the_example_validates_and_shows_its_metadata() -> Result<()> {
 
 #[test]
 fn the_example_service_reaches_steady_state_in_simulate() -> Result<()> {
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let dir = std::env::temp_dir().join(format!("ork-orkestra-sim-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     for file in ["crd.yaml", "setup.yaml", "cr.yaml", "reconciler.py"] {
         std::fs::copy(example().join(file), dir.join(file))?;
     }
-    std::fs::write(dir.join("katalog.yaml"), offline_katalog(port)?)?;
-    let service = Reconciler::start(&dir, port, dir.join("reconciler.log"))?;
+    let service = Reconciler::start(&dir, 0, dir.join("reconciler.log"))?;
+    std::fs::write(dir.join("katalog.yaml"), offline_katalog(service.port)?)?;
     let out = Command::new(env!("CARGO_BIN_EXE_ork"))
         .args(["simulate", "--cr", "cr.yaml"])
         .current_dir(&dir)

@@ -52,7 +52,7 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
         api,
         _ork: ork,
     } = Ready::web().await?;
-    let addr = ork.http;
+    let addr = ork.http().await?;
     assert_eq!(get(addr, "/healthz").await?, (200, "ok".to_string()));
     assert_eq!(get(addr, "/readyz").await?.0, 200);
 
@@ -149,7 +149,10 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 }
 
 async fn is_leader(ork: &Ork) -> bool {
-    let Ok((_, text)) = get(ork.http, "/metrics").await else {
+    let Ok(addr) = ork.http().await else {
+        return false;
+    };
+    let Ok((_, text)) = get(addr, "/metrics").await else {
         return false;
     };
     parse_prometheus(&text).is_ok_and(|m| sample(&m, "ork_leader") == 1.0)
@@ -176,7 +179,7 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> Result
     // Both are ready (caches warm) whichever leads.
     for ork in [&first, &second] {
         wait_for("ready", WAIT, || async {
-            (get(ork.http, "/readyz").await.ok()?.0 == 200).then_some(())
+            (get(ork.http().await.ok()?, "/readyz").await.ok()?.0 == 200).then_some(())
         })
         .await?;
     }

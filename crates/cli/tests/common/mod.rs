@@ -23,13 +23,27 @@ pub const WAIT: Duration = Duration::from_secs(30);
 pub struct Ork {
     pub child: Child,
     pub log: PathBuf,
-    /// Where this ork serves /healthz, /readyz, /metrics and /katalog.
-    pub http: SocketAddr,
 }
 
 impl Ork {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Where this ork serves /healthz, /readyz, /metrics and /katalog: it binds port 0 (no
+    /// port picked ahead can be taken by a parallel test meanwhile) and logs what it bound.
+    pub async fn http(&self) -> Result<SocketAddr> {
+        wait_for("ork's HTTP address in its log", WAIT, || async {
+            let log = self.log();
+            let line = log.lines().find(|l| l.contains("serving /healthz"))?;
+            let at = line.find("127.0.0.1:")?;
+            let port: String = line[at + "127.0.0.1:".len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            format!("127.0.0.1:{port}").parse().ok()
+        })
+        .await
     }
 }
 
@@ -136,18 +150,17 @@ pub async fn start_katalog_with(
 }
 
 /// Spawns `ork run -k katalog` with `args` and `env`, its stderr to `log`, its HTTP endpoints on
-/// a free loopback port.
+/// a loopback port of its own choosing ([`Ork::http`]).
 pub fn spawn_ork(
     katalog: &std::path::Path,
     log: &std::path::Path,
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<Ork> {
-    let http = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let child = Command::new(env!("CARGO_BIN_EXE_ork"))
         .args(["run", "-k"])
         .arg(katalog)
-        .arg(format!("--http-addr={http}"))
+        .arg("--http-addr=127.0.0.1:0")
         .args(args)
         // The admin kubeconfig unless `args` names another with --kubeconfig.
         .env("KUBECONFIG", ork_test_support::kubeconfig_path())
@@ -162,7 +175,6 @@ pub fn spawn_ork(
     Ok(Ork {
         child,
         log: log.to_path_buf(),
-        http,
     })
 }
 
