@@ -89,16 +89,7 @@ async fn a_cr_nested_too_deep_is_named_on_itself_and_stops_nobody_else() -> Resu
                 }
                 let text = admin.request_text(req.ok()?).await.ok()?;
                 let status = serde_json::from_str::<StatusOnly>(&text).ok()?.status?;
-                status["conditions"]
-                    .as_array()?
-                    .iter()
-                    .find(|c| c["type"] == "Ready")
-                    .map(|c| {
-                        (
-                            c["status"].as_str().unwrap_or_default().to_string(),
-                            c["message"].as_str().unwrap_or_default().to_string(),
-                        )
-                    })
+                ready_in(&status)
             }
         };
         // Before ork starts, so its first list holds it (kube's decoder stops at 128 levels; the

@@ -859,6 +859,14 @@ impl ManagedResource {
                 ))
     }
 
+    /// `bindRoles` as `(kind, name)` pairs, as the answer check takes them.
+    pub fn bind_role_pairs(&self) -> Vec<(String, String)> {
+        self.bind_roles
+            .iter()
+            .map(|r| (r.kind.clone(), r.name.clone()))
+            .collect()
+    }
+
     /// True for Roles and ClusterRoles, whose rules grant what ork holds.
     pub fn is_role(&self) -> bool {
         self.group == RBAC_GROUP

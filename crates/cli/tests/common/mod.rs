@@ -196,7 +196,12 @@ pub async fn webapps(client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
 }
 
 pub fn ready(obj: &DynamicObject) -> Option<(String, String)> {
-    obj.data["status"]["conditions"]
+    ready_in(&obj.data["status"])
+}
+
+/// The Ready condition's status and message in a CR's `status`.
+pub fn ready_in(status: &serde_json::Value) -> Option<(String, String)> {
+    status["conditions"]
         .as_array()?
         .iter()
         .find(|c| c["type"] == "Ready")

@@ -87,11 +87,7 @@ pub(super) fn offline_type(
             namespaced,
             namespaces: m.namespaces.clone(),
             cluster_scoped: m.cluster_scoped,
-            bind_roles: m
-                .bind_roles
-                .iter()
-                .map(|r| (r.kind.clone(), r.name.clone()))
-                .collect(),
+            bind_roles: m.bind_role_pairs(),
             service_account_tokens: m.service_account_tokens,
             served_versions: vec![version.clone()],
         },
