@@ -127,6 +127,10 @@ pub struct RunArgs {
     /// Log as JSON lines instead of text.
     #[arg(long)]
     pub log_json: bool,
+    /// The least important of ork's log lines shown: error, warn, info, debug or trace
+    /// (libraries stay quiet; `RUST_LOG` overrides both).
+    #[arg(long, env = "ORK_LOG_LEVEL", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    pub log_level: String,
     /// Address of /healthz, /readyz, /metrics and /katalog (`none` to serve nothing).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http_addr: String,

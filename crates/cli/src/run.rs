@@ -19,7 +19,7 @@ use ork_kube::{RunOptions, Runtime};
 use crate::cli::RunArgs;
 
 pub fn run(args: RunArgs) -> ExitCode {
-    init_logging(args.log_json);
+    init_logging(args.log_json, &args.log_level);
     let katalog = match load_file(&args.katalog) {
         Ok(k) => k,
         Err(problems) => {
@@ -260,12 +260,20 @@ async fn shutdown_signal() {
     }
 }
 
-fn init_logging(json: bool) {
+/// ork's own lines at `level`, the libraries' quiet (their debug lines are not ork's story);
+/// `RUST_LOG`, when set, says exactly what to show instead. Colour only on a terminal, and
+/// never with `NO_COLOR` set.
+fn init_logging(json: bool, level: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,kube_client=off,kube_runtime=warn")
+        tracing_subscriber::EnvFilter::new(format!(
+            "{level},kube_client=off,kube_runtime=warn,hyper=off,hyper_util=off,h2=off,rustls=off,tower=off,reqwest=off"
+        ))
     });
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     if json {
         builder.json().init();

@@ -53,6 +53,10 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
         _ork: ork,
     } = Ready::web().await?;
     let addr = ork.http().await?;
+    assert!(
+        !ork.log().contains('\u{1b}'),
+        "no colour codes in a log that is not a terminal"
+    );
     assert_eq!(get(addr, "/healthz").await?, (200, "ok".to_string()));
     assert_eq!(get(addr, "/readyz").await?.0, 200);
 

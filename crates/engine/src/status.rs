@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 /// The part of a reconcile's outcome that shows in status.
 #[derive(Debug, Clone, Copy)]
 pub struct StatusInput<'a> {
-    /// `None` on success, the failure message otherwise.
-    pub error: Option<&'a str>,
+    /// `None` on success, the failure otherwise.
+    pub error: Option<Failure<'a>>,
     /// Whether the service answered and its answer was accepted: its `status` and conditions
     /// then say what the service thinks now (SPEC §14), replacing what it said before.
     pub answered: bool,
@@ -17,12 +17,23 @@ pub struct StatusInput<'a> {
     pub generation: Option<i64>,
 }
 
+/// A failed reconcile, as status shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Failure<'a> {
+    pub message: &'a str,
+    /// The step that failed (`ServiceUnreachable`, `AnswerRejected`, …).
+    pub reason: &'a str,
+    /// ork will not succeed without a change (kstatus `Stalled`); else a retry is due
+    /// (`Reconciling`).
+    pub stalled: bool,
+}
+
 /// Condition messages are cut here, far above the cause of any failure ork records (its own
 /// error text is at most 1,000 characters): a message is never cut before its cause.
 const MESSAGE_LIMIT: usize = 4096;
 
 /// The conditions ork itself writes; every other one is the service's.
-const ORK_CONDITIONS: [&str; 1] = ["Ready"];
+const ORK_CONDITIONS: [&str; 3] = ["Ready", "Reconciling", "Stalled"];
 
 /// Status keys ork itself writes; every other one is the service's.
 const ORK_KEYS: [&str; 2] = ["conditions", "observedGeneration"];
@@ -74,16 +85,29 @@ pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -
                 .is_some_and(|t| ORK_CONDITIONS.contains(&t))
         });
     }
-    let ready = match input.error {
-        None => ("True", "ReconcileSucceeded", String::new()),
-        Some(e) => ("False", "ReconcileError", truncate(e)),
-    };
     let stamp = Stamp {
         previous: &previous,
         generation: input.generation,
         now,
     };
-    stamp.upsert(&mut conditions, "Ready", ready.0, ready.1, &ready.2);
+    // Ready, and kstatus' abnormal-true pair: `Reconciling` while a retry is due, `Stalled`
+    // when none will help; both absent once Ready (so `kubectl wait`, Argo CD and Flux read the
+    // CR without custom checks).
+    conditions.retain(|c| {
+        !matches!(
+            c.get("type").and_then(Value::as_str),
+            Some("Reconciling" | "Stalled")
+        )
+    });
+    match input.error {
+        None => stamp.upsert(&mut conditions, "Ready", "True", "ReconcileSucceeded", ""),
+        Some(f) => {
+            let message = truncate(f.message);
+            stamp.upsert(&mut conditions, "Ready", "False", f.reason, &message);
+            let progress = if f.stalled { "Stalled" } else { "Reconciling" };
+            stamp.upsert(&mut conditions, progress, "True", f.reason, &message);
+        }
+    }
     for c in input.service_conditions {
         stamp.upsert(
             &mut conditions,
@@ -201,7 +225,11 @@ mod tests {
             &plan_status(None, ok(None), "t1").expect("write"),
         );
         let fail = StatusInput {
-            error: Some("boom"),
+            error: Some(Failure {
+                message: "boom",
+                reason: "ServiceUnreachable",
+                stalled: false,
+            }),
             answered: false,
             ..ok(None)
         };
@@ -209,7 +237,7 @@ mod tests {
         let ready = &patch["status"]["conditions"][0];
         assert_eq!(
             (ready["status"].as_str(), ready["reason"].as_str()),
-            (Some("False"), Some("ReconcileError"))
+            (Some("False"), Some("ServiceUnreachable"))
         );
         assert_eq!(ready["lastTransitionTime"], "t2");
         let stored = apply(&stored, &patch);
@@ -271,7 +299,11 @@ mod tests {
         };
         let stored = apply(&json!({}), &plan_status(None, first, "t1").expect("write"));
         let fail = StatusInput {
-            error: Some("cannot connect"),
+            error: Some(Failure {
+                message: "cannot connect",
+                reason: "ServiceUnreachable",
+                stalled: false,
+            }),
             answered: false,
             service_status: None,
             service_conditions: &[],
@@ -287,12 +319,50 @@ mod tests {
             "what the service's status describes"
         );
         let conditions = stored["conditions"].as_array().expect("list");
-        assert_eq!(conditions.len(), 2);
+        let types: Vec<&str> = conditions
+            .iter()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        assert_eq!(types, ["Ready", "HasUsers", "Reconciling"]);
         assert_eq!(
             conditions[0]["observedGeneration"], 2,
             "Ready: this attempt's"
         );
+        assert_eq!(conditions[0]["reason"], "ServiceUnreachable");
         assert_eq!(conditions[1]["observedGeneration"], 1);
+        // Ready again: the progress condition goes, kstatus reads the CR as Current.
+        let back = apply(
+            &stored,
+            &plan_status(Some(&stored), ok(service.as_ref()), "t3").expect("write"),
+        );
+        let types: Vec<&str> = back["conditions"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        assert_eq!(types, ["Ready"]);
+    }
+
+    #[test]
+    fn a_failure_no_retry_mends_is_stalled_not_reconciling() {
+        let stalled = StatusInput {
+            error: Some(Failure {
+                message: "response rejected",
+                reason: "AnswerRejected",
+                stalled: true,
+            }),
+            answered: false,
+            ..ok(None)
+        };
+        let patch = plan_status(None, stalled, "t").expect("write");
+        let conditions = patch["status"]["conditions"].as_array().expect("list");
+        let types: Vec<&str> = conditions
+            .iter()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        assert_eq!(types, ["Ready", "Stalled"]);
+        assert_eq!(conditions[1]["reason"], "AnswerRejected");
     }
 
     #[test]
@@ -329,7 +399,11 @@ mod tests {
         let patch = plan_status(
             None,
             StatusInput {
-                error: Some(&long),
+                error: Some(Failure {
+                    message: &long,
+                    reason: "ServiceError",
+                    stalled: false,
+                }),
                 ..ok(None)
             },
             "t",

@@ -55,6 +55,49 @@ impl ReconcileError {
         }
     }
 
+    /// The condition reason naming the step that failed (SPEC §14), for `Ready=False` and
+    /// `Reconciling`/`Stalled`.
+    pub fn reason(&self) -> &'static str {
+        use ork_remote::CallError as C;
+        match self {
+            ReconcileError::Undecodable(_) => "Undecodable",
+            ReconcileError::Denied(_) => "ValidationFailed",
+            ReconcileError::Request(_) | ReconcileError::Cross(_) => "RequestFailed",
+            ReconcileError::CallFailed(CallFailed::Call(c)) => match c {
+                C::Timeout { .. } | C::ExecTimeout { .. } => "ServiceTimeout",
+                C::Connect { .. } | C::ExecSpawn { .. } => "ServiceUnreachable",
+                C::Url(_) => "EndpointRefused",
+                _ => "ServiceError",
+            },
+            ReconcileError::CallFailed(
+                CallFailed::HostNotAllowed { .. } | CallFailed::Endpoint(_),
+            ) => "EndpointRefused",
+            ReconcileError::CallFailed(CallFailed::Credential(_)) => "CredentialUnavailable",
+            ReconcileError::CallFailed(CallFailed::Tls(_)) => "TLSUnavailable",
+            ReconcileError::CallFailed(CallFailed::Replay(_)) => "ServiceError",
+            ReconcileError::InvalidResponse(_) => "AnswerRejected",
+            ReconcileError::ServiceReported(_) => "ServiceReported",
+            ReconcileError::NotOwned(_) => "NotOwned",
+            ReconcileError::WriteFailed(w) if w.is_forbidden() => "ApplyForbidden",
+            ReconcileError::WriteFailed(_) => "ApplyFailed",
+            ReconcileError::Panicked(_) => "InternalError",
+        }
+    }
+
+    /// Whether ork will not succeed without a change to the CR, the Katalog, the service or
+    /// ork's RBAC (kstatus `Stalled`), rather than a retry that may (kstatus `Reconciling`).
+    pub fn stalls(&self) -> bool {
+        matches!(
+            self.reason(),
+            "Undecodable"
+                | "ValidationFailed"
+                | "AnswerRejected"
+                | "NotOwned"
+                | "ApplyForbidden"
+                | "EndpointRefused"
+        )
+    }
+
     /// Whether the failure counts toward the entry's `degraded` state: an unreachable API server
     /// or a write conflict is not the service's fault.
     pub fn blames_service(&self) -> bool {
@@ -63,6 +106,70 @@ impl ReconcileError {
             // The CR's author wrote what cannot be read; the service never saw it.
             ReconcileError::Undecodable(_) => false,
             _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ork_remote::CallError;
+    use std::time::Duration;
+
+    fn call(e: CallError) -> ReconcileError {
+        ReconcileError::CallFailed(CallFailed::Call(e))
+    }
+
+    #[test]
+    fn each_failure_names_its_step_and_whether_a_retry_can_help() {
+        let url = || "http://127.0.0.1:1/r".to_string();
+        let cases = [
+            (
+                call(CallError::Timeout {
+                    url: url(),
+                    after: Duration::from_secs(1),
+                }),
+                "ServiceTimeout",
+                false,
+            ),
+            (
+                call(CallError::Connect {
+                    url: url(),
+                    reason: "refused".into(),
+                }),
+                "ServiceUnreachable",
+                false,
+            ),
+            (
+                call(CallError::Status {
+                    url: url(),
+                    status: 500,
+                    body: String::new(),
+                }),
+                "ServiceError",
+                false,
+            ),
+            (
+                ReconcileError::CallFailed(CallFailed::HostNotAllowed { host: "x".into() }),
+                "EndpointRefused",
+                true,
+            ),
+            (
+                ReconcileError::InvalidResponse("x".into()),
+                "AnswerRejected",
+                true,
+            ),
+            (
+                ReconcileError::ServiceReported("x".into()),
+                "ServiceReported",
+                false,
+            ),
+            (ReconcileError::Denied("x".into()), "ValidationFailed", true),
+            (ReconcileError::Undecodable("x".into()), "Undecodable", true),
+            (ReconcileError::NotOwned("x".into()), "NotOwned", true),
+        ];
+        for (e, reason, stalls) in cases {
+            assert_eq!((e.reason(), e.stalls()), (reason, stalls), "{e}");
         }
     }
 }

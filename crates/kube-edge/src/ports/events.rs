@@ -1,5 +1,5 @@
-//! Kubernetes events (`events.k8s.io/v1`) about CRs. The same event on the same object within
-//! [`SERIES_TTL`] becomes a series on the first event object (its count and last time patched)
+//! Kubernetes events (`events.k8s.io/v1`) about CRs. The same event (type, reason and message)
+//! on the same object within [`SERIES_TTL`] becomes a series on the first event object (its count and last time patched)
 //! instead of a new object, as the Events API intends.
 //!
 //! Written for the write economy of SPEC §10 rather than taken from kube-runtime's recorder,
@@ -178,6 +178,9 @@ fn key(event: &Event, regarding: &ObjectReference) -> u64 {
     type_name(event.type_).hash(&mut h);
     event.action.hash(&mut h);
     event.reason.hash(&mut h);
+    // A changed cause is a new series (SPEC §14): `kubectl describe` shows the count beside
+    // the message it counts, never attempts 2-4 under attempt 1's message.
+    event.note.hash(&mut h);
     for r in std::iter::once(regarding).chain(event.secondary.as_ref()) {
         r.api_version.hash(&mut h);
         r.kind.hash(&mut h);
@@ -213,9 +216,14 @@ mod tests {
     }
 
     #[test]
-    fn a_repeat_with_another_note_is_the_same_event_another_object_or_reason_is_not() {
+    fn a_series_is_one_reason_and_message_about_one_object() {
         let first = key(&event("Failed", "boom"), &about("u1"));
-        assert_eq!(first, key(&event("Failed", "bang"), &about("u1")));
+        assert_eq!(first, key(&event("Failed", "boom"), &about("u1")));
+        assert_ne!(
+            first,
+            key(&event("Failed", "bang"), &about("u1")),
+            "a changed cause starts a new series"
+        );
         assert_ne!(first, key(&event("Failed", "boom"), &about("u2")));
         assert_ne!(first, key(&event("Retried", "boom"), &about("u1")));
     }

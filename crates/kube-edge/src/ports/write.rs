@@ -64,6 +64,12 @@ impl WriteError {
         matches!(self, WriteError::FinalizerFailed(kube::Error::Api(s)) if s.code == 409)
     }
 
+    /// The API server refused it for lack of permission (403): no retry helps until RBAC
+    /// changes.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self.source(), Some(kube::Error::Api(s)) if s.code == 403)
+    }
+
     /// The API server could not be reached or failed (5xx, 429): not the service's fault.
     pub fn is_unavailable(&self) -> bool {
         match self.source() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
-use ork_engine::status::{StatusInput, plan_status};
+use ork_engine::status::{Failure, StatusInput, plan_status};
 use ork_protocol::Decision;
 use serde_json::{Map, Value, json};
 
@@ -45,8 +45,16 @@ pub(super) async fn record(
     let service_status = decision
         .and_then(|d| d.status.as_ref())
         .map(|s| redact_map(s, ports));
+    let failure = outcome
+        .error
+        .zip(error.as_deref())
+        .map(|(e, message)| Failure {
+            message,
+            reason: e.reason(),
+            stalled: e.stalls(),
+        });
     let input = StatusInput {
-        error: error.as_deref(),
+        error: failure,
         answered: decision.is_some(),
         service_status: service_status.as_ref(),
         service_conditions: decision.map_or(&[], |d| d.conditions.as_slice()),
