@@ -39,6 +39,21 @@ enum Command {
     /// Generate what running ork in a cluster needs, derived from the Katalog.
     #[command(subcommand)]
     Generate(Generate),
+    /// Reconcile a CR now: sets its `orkestra.orkspace.io/requested-at` annotation, which
+    /// makes ork start its backoff over and reconcile it at once.
+    Retry {
+        /// The CR as KIND/NAME (kind, plural or Kind.group), e.g. `webapp/hello`.
+        target: String,
+        /// Its namespace (default: the kubeconfig's).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context.
+        #[arg(long)]
+        context: Option<String>,
+    },
 }
 
 /// The Katalog every command reads when `-k` is not given.
@@ -55,7 +70,7 @@ impl Command {
             Command::Run(args) => Some(&args.katalog),
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
-            Command::Schema { .. } => None,
+            Command::Schema { .. } | Command::Retry { .. } => None,
         }
     }
 }
@@ -104,6 +119,17 @@ pub fn main() -> ExitCode {
         Command::Generate(Generate::Rbac { katalog, target }) => {
             crate::generate::rbac(&katalog, &target.names())
         }
+        Command::Retry {
+            target,
+            namespace,
+            kubeconfig,
+            context,
+        } => crate::retry::retry(crate::retry::RetryArgs {
+            target,
+            namespace,
+            kubeconfig,
+            context,
+        }),
         Command::Generate(Generate::Bundle(i)) => {
             crate::generate::bundle(&i.katalog, &i.target.names(), &i.image, i.scale())
         }

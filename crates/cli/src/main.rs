@@ -4,6 +4,7 @@ mod cli;
 mod generate;
 mod http;
 mod output;
+mod retry;
 mod run;
 mod simulate;
 mod validate;

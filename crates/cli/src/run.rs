@@ -203,7 +203,7 @@ fn identity() -> String {
         })
 }
 
-async fn connect(
+pub(crate) async fn connect(
     kubeconfig: Option<PathBuf>,
     context: Option<String>,
     protocol: Protocol,

@@ -702,3 +702,45 @@ async fn mtls_with_the_ca_and_client_certificate_from_secrets() -> Result<()> {
     );
     Ok(())
 }
+
+/// `ork retry KIND/NAME` (the `requested-at` annotation): a CR waiting out a long backoff is
+/// reconciled at once, its backoff started over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ork_retry_reconciles_a_cr_now_instead_of_after_its_backoff() -> Result<()> {
+    let svc = FakeService::start(|_| Reply::Respond(500, "down for maintenance".into())).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = katalog(&ns.name, &http(&svc.url), "")
+        .replace("initial: 200ms, max: 2s", "initial: 10m, max: 20m");
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "False").await?;
+    // The next attempt is ten minutes away; the service is back now.
+    svc.set_script(webapp_answer);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["retry", "webapp/web", "-n", &ns.name])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("WebApp/web: reconcile requested at"),
+        "{stdout}"
+    );
+    wait_ready(&api, "web", "True").await?;
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["retry", "nosuchkind/web"])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("serves no kind \"nosuchkind\""),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    Ok(())
+}

@@ -14,6 +14,9 @@ pub enum Reason {
     Resync,
     Requeue,
     Retry,
+    /// Someone asked for a reconcile now (`ork retry`, the `requested-at` annotation): the
+    /// backoff starts over.
+    Manual,
     /// Children of a CR that went without ork's finalizer are to be deleted. The weakest
     /// reason: any other one for the same key takes its place (the sweep runs all the same).
     Sweep,
@@ -23,7 +26,10 @@ impl Reason {
     /// A change someone made (create, edit, child drift): served before the periodic, retry and
     /// sweep work, so an edit is not stuck behind a full resync (SPEC §10).
     pub fn is_fresh(self) -> bool {
-        matches!(self, Reason::Create | Reason::Update | Reason::Child)
+        matches!(
+            self,
+            Reason::Create | Reason::Update | Reason::Child | Reason::Manual
+        )
     }
 
     /// Whether `self` takes the place of `queued` for a key already waiting.
@@ -40,6 +46,7 @@ impl Reason {
             Reason::Resync => "resync",
             Reason::Requeue => "requeue",
             Reason::Retry => "retry",
+            Reason::Manual => "manual",
             Reason::Sweep => "sweep",
         }
     }

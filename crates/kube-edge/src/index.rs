@@ -60,6 +60,8 @@ pub(crate) struct CrView {
     pub fingerprint: u64,
     /// The CR as JSON; only needed when the entry declares sentinels or an enqueue gate.
     pub json: Option<Value>,
+    /// Its `requested-at` annotation: a new value asks for a reconcile now.
+    pub requested_at: Option<String>,
 }
 
 /// A child as the index sees it.
@@ -107,6 +109,7 @@ struct CrState {
     uid: String,
     fingerprint: u64,
     previous: Option<Value>,
+    requested_at: Option<String>,
 }
 
 #[derive(Debug)]
@@ -253,15 +256,23 @@ impl Index {
     fn cr_changed(&mut self, view: CrView, gate: GateContext<'_>) -> Option<Effect> {
         let keep_json = self.wants_json();
         let previous = self.crs.get(&view.key);
-        if previous.is_some_and(|p| p.fingerprint == view.fingerprint) {
+        // A new `requested-at` (ork's own prefix, so not in the fingerprint) asks for now.
+        let requested = view.requested_at.is_some()
+            && previous.is_some_and(|p| p.requested_at != view.requested_at);
+        if !requested && previous.is_some_and(|p| p.fingerprint == view.fingerprint) {
             // ork's own write (status, annotations, finalizer) or a status-only change.
-            if let (Some(state), true) = (self.crs.get_mut(&view.key), keep_json) {
-                state.previous = view.json;
+            if let Some(state) = self.crs.get_mut(&view.key) {
+                state.requested_at = view.requested_at;
+                if keep_json {
+                    state.previous = view.json;
+                }
             }
             return None;
         }
         let reason = if previous.is_none() {
             Reason::Create
+        } else if requested {
+            Reason::Manual
         } else {
             Reason::Update
         };
@@ -274,6 +285,7 @@ impl Index {
                 uid: view.uid,
                 fingerprint: view.fingerprint,
                 previous: if keep_json { view.json.clone() } else { None },
+                requested_at: view.requested_at.clone(),
             },
         );
         if keep_json {
@@ -795,6 +807,7 @@ mod tests {
                 uid: format!("uid-{key}"),
                 fingerprint,
                 json: None,
+                requested_at: None,
             },
         }
     }
@@ -824,6 +837,32 @@ mod tests {
 
     fn enqueue(key: &str, reason: Reason) -> Vec<Effect> {
         vec![Effect::Enqueue(key.into(), reason)]
+    }
+
+    #[test]
+    fn a_new_requested_at_asks_for_a_reconcile_now_and_the_same_one_does_not_again() {
+        let asked = |at: Option<&str>| {
+            let mut seen = cr("ns/a", 1);
+            if let Seen::Object { object, .. } = &mut seen {
+                object.requested_at = at.map(str::to_string);
+            }
+            seen
+        };
+        let mut ix = Index::new(vec![], None);
+        assert_eq!(
+            ix.cr_event(asked(Some("t0")), &no_gate),
+            enqueue("ns/a", Reason::Create)
+        );
+        assert!(ix.cr_event(asked(Some("t0")), &no_gate).is_empty());
+        assert_eq!(
+            ix.cr_event(asked(Some("t1")), &no_gate),
+            enqueue("ns/a", Reason::Manual),
+            "a new value, the spec unchanged"
+        );
+        assert!(
+            ix.cr_event(asked(None), &no_gate).is_empty(),
+            "removing it asks for nothing"
+        );
     }
 
     #[test]
@@ -1008,6 +1047,7 @@ mod tests {
                 uid: "uid-ns/a".into(),
                 fingerprint: 2,
                 json: None,
+                requested_at: None,
             },
         };
         assert!(ix.cr_event(edited, &no_gate).is_empty(), "held back");
@@ -1031,6 +1071,7 @@ mod tests {
                     uid: "uid-ns/a".into(),
                     fingerprint: 1,
                     json: None,
+                    requested_at: None,
                 },
             },
             &no_gate,
@@ -1250,6 +1291,7 @@ mod tests {
             uid: "uid-ns/a-2".into(),
             fingerprint: 1,
             json: None,
+            requested_at: None,
         };
         ix.cr_event(
             Seen::Object {
@@ -1315,6 +1357,7 @@ mod tests {
                 uid: "uid-ns/a".into(),
                 fingerprint: fp,
                 json: Some(json!({"spec": {"enabled": enabled}})),
+                requested_at: None,
             },
         };
         let ctx = |cr: &Value| cr.clone();

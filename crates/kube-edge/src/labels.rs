@@ -10,6 +10,9 @@ pub const OWNER_KIND: &str = "orkestra.orkspace.io/owner-kind";
 /// On a child no owner reference covers: ork's HMAC over the owner and the child
 /// (made in `mark.rs`), the only evidence of ownership such a child has (SPEC §11).
 pub const OWNER_MARK: &str = "orkestra.orkspace.io/owner-mark";
+/// On a CR, set by `ork retry` or by hand (any new value, e.g. a timestamp): reconcile it now,
+/// its backoff started over (SPEC §14).
+pub const REQUESTED_AT: &str = "orkestra.orkspace.io/requested-at";
 pub const HEALTH: &str = "orkestra.orkspace.io/health";
 pub const METRICS: &str = "orkestra.orkspace.io/metrics";
 /// On a child: fingerprint of the object ork last applied, so an unchanged answer costs no write

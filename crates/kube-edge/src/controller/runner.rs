@@ -22,7 +22,7 @@ use crate::error::ReconcileError;
 use crate::index::{
     ChildRef, ChildView, CrView, Effect, Index, Seen, child_fingerprint, cr_fingerprint,
 };
-use crate::labels::{OWNER, OWNER_KIND, OWNER_MARK, OWNER_UID};
+use crate::labels::{OWNER, OWNER_KIND, OWNER_MARK, OWNER_UID, REQUESTED_AT};
 use crate::ports::{Cluster, Transport};
 use crate::process::Process;
 use crate::reconcile::{
@@ -145,6 +145,7 @@ impl Controller {
             uid: o.uid().unwrap_or_default(),
             fingerprint: cr_fingerprint(o, &self.ctx.own_metadata),
             json: wants_json.then(|| serde_json::to_value(o).unwrap_or(Value::Null)),
+            requested_at: o.annotations().get(REQUESTED_AT).cloned(),
         };
         let seen = reduce(event, view);
         let health = self.health();
@@ -242,6 +243,10 @@ impl Controller {
         let mut s = self.schedule();
         for effect in effects {
             match effect {
+                Effect::Enqueue(key, Reason::Manual) => {
+                    s.backoff.reset(&key);
+                    s.queue.add(key, Reason::Manual);
+                }
                 Effect::Enqueue(key, reason) => s.queue.add(key, reason),
                 Effect::Forget(key) => s.forget(&key),
             }
