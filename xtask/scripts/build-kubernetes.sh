@@ -21,6 +21,8 @@ cache="${ORK_CACHE:-$HOME/.cache/ork}"
 home="$cache/kubernetes-$version"
 out="$home/bin"
 
+# Go as the machine installs it (its own folder, not always on a service's PATH).
+command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "build-kubernetes: Go is needed (go 1.26 or newer)" >&2; exit 1; }
 for tool in openssl curl; do
   if ! command -v "$tool" >/dev/null; then

@@ -42,8 +42,14 @@ pub fn ensure() -> Result<()> {
         src.join("tools.go"),
         "//go:build tools\n\n// Package tools names what this module builds.\npackage tools\n\nimport _ \"helm.sh/helm/v3/cmd/helm\"\n",
     )?;
+    // Go as the machine installs it, when it is not on PATH.
+    let go_bin = if crate::on_path("go") {
+        PathBuf::from("go")
+    } else {
+        PathBuf::from("/usr/local/go/bin/go")
+    };
     let go = |args: &[&str]| {
-        let mut cmd = Command::new("go");
+        let mut cmd = Command::new(&go_bin);
         cmd.current_dir(&src)
             .env("CGO_ENABLED", "0")
             .env("GOFLAGS", "-mod=mod")

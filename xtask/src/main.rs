@@ -174,6 +174,12 @@ pub(crate) fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Whether `tool` is on PATH.
+pub(crate) fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
+}
+
 /// Runs a command to completion; non-zero exit is an error naming the command.
 pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
