@@ -115,12 +115,17 @@ impl Guard {
     }
 }
 
-/// Ready once every entry's cache holds its initial list, for leader and standby alike.
+/// Ready once every entry's cache holds its initial list and the API server serves every
+/// entry's CR type, for leader and standby alike.
 async fn readyz(State(runtime): State<Runtime>) -> Response {
     if runtime.ready() {
         (StatusCode::OK, "ready").into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced yet").into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: caches not synced yet, or a CR type is not served (see /katalog)",
+        )
+            .into_response()
     }
 }
 

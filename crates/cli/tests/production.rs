@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use common::*;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
-use ork_test_support::fake_service::{FakeService, webapp_answer};
+use ork_test_support::fake_service::{FakeService, Reply, webapp_answer};
 use ork_test_support::{TestNamespace, apply_yaml, client, wait_for};
 use serde_json::{Value, json};
 
@@ -399,4 +399,60 @@ async fn generated_rbac_is_enough_and_a_missing_rule_is_named_at_startup() -> Re
     let _ = roles.delete(&name, &Default::default()).await;
     let _ = bindings.delete(&name, &Default::default()).await;
     result
+}
+
+/// With its CRD deleted while ork runs, the entry is degraded and ork not ready (it used to say
+/// healthy while every watch failed with 404); with the CRD back, both recover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_crd_makes_the_entry_degraded_and_ork_not_ready_until_it_is_back() -> Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let group = format!("{}.ork.dev", ns.name);
+    let crd = format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: gadgets.{group}}}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: gadgets, singular: gadget, kind: Gadget}}\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      subresources: {{status: {{}}}}\n      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n"
+    );
+    apply_yaml(&admin, &crd, &ns.name).await?;
+    let svc = FakeService::start(|_| Reply::ok(json!({"status": {"phase": "Ready"}}))).await?;
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: crd-gone}}\nspec:\n  crds:\n    gadget:\n      apiTypes: {{group: {group}, version: v1, kind: Gadget, plural: gadgets}}\n      namespace: {}\n      operatorBox:\n        reconcile:\n          default: false\n          remote: {{endpoint: \"{}\", timeout: 2s}}\n",
+        ns.name, svc.url
+    );
+    let dir = std::env::temp_dir().join(format!("ork-crd-gone-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("katalog.yaml"), katalog)?;
+    let ork = spawn_ork(
+        &dir.join("katalog.yaml"),
+        &dir.join("ork.log"),
+        &["--unauthenticated-loopback"],
+        &[],
+    )?;
+    let addr = ork.http().await?;
+    let status_of = |path: &'static str| async move { get(addr, path).await.ok().map(|r| r.0) };
+    wait_for("ready", WAIT, || async {
+        (status_of("/readyz").await? == 200).then_some(())
+    })
+    .await?;
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let name = format!("gadgets.{group}");
+    crds.delete(&name, &Default::default()).await?;
+    let body = wait_for("the entry degraded", WAIT, || async {
+        let (code, body) = get(addr, "/katalog/gadget/health").await.ok()?;
+        (code == 503).then_some(body)
+    })
+    .await?;
+    assert!(
+        body.contains("does not serve") && body.contains("was its CRD deleted?"),
+        "{body}"
+    );
+    assert_eq!(status_of("/readyz").await, Some(503));
+    apply_yaml(&admin, &crd, &ns.name).await?;
+    wait_for("ready again", WAIT, || async {
+        (status_of("/readyz").await? == 200 && status_of("/katalog/gadget/health").await? == 200)
+            .then_some(())
+    })
+    .await?;
+    let _ = crds.delete(&name, &Default::default()).await;
+    Ok(())
 }

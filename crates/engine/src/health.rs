@@ -35,6 +35,10 @@ pub struct Health {
     pub last_error: Option<String>,
     pub last_reconcile: Option<String>,
     pub gated_reason: Option<String>,
+    /// Why the entry cannot see its CRs (the API server no longer serves their type: the CRD
+    /// was deleted): degraded, and not ready, until the watch works again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unserved: Option<String>,
     #[serde(skip)]
     failure_threshold: u32,
 }
@@ -50,14 +54,38 @@ impl Health {
             last_error: None,
             last_reconcile: None,
             gated_reason: None,
+            unserved: None,
             failure_threshold: failure_threshold.max(1),
+        }
+    }
+
+    /// The CRs' type is not served (`why`): degraded whatever the reconciles said.
+    pub fn record_unserved(&mut self, why: &str) {
+        self.unserved = Some(why.to_string());
+        self.state = State::Degraded;
+    }
+
+    /// The CRs' type is served again: the state the reconciles say.
+    pub fn record_served(&mut self) {
+        if self.unserved.take().is_some() {
+            self.state = if self.consecutive_fails >= self.failure_threshold {
+                State::Degraded
+            } else if self.total_reconciles > 0 {
+                State::Healthy
+            } else {
+                State::Pending
+            };
         }
     }
 
     pub fn record_success(&mut self, now: &str) {
         self.total_reconciles += 1;
         self.consecutive_fails = 0;
-        self.state = State::Healthy;
+        self.state = if self.unserved.is_some() {
+            State::Degraded
+        } else {
+            State::Healthy
+        };
         self.gated_reason = None;
         // The entry is healthy again: an old error no longer describes it.
         self.last_error = None;
@@ -88,6 +116,11 @@ impl Health {
         self.gated_reason = Some(reason.to_string());
     }
 
+    /// Whether the entry can see its CRs.
+    pub fn is_served(&self) -> bool {
+        self.unserved.is_none()
+    }
+
     /// Served as 200 (healthy, pending, gated) or 503 (degraded).
     pub fn is_serving(&self) -> bool {
         self.state != State::Degraded
@@ -113,6 +146,19 @@ impl Health {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unserved_type_degrades_the_entry_until_it_is_served_again() {
+        let mut h = Health::new(3);
+        h.record_success("t1");
+        h.record_unserved("gone");
+        assert!(!h.is_serving() && !h.is_served());
+        h.record_success("t2");
+        assert_eq!(h.state, State::Degraded, "a reconcile does not hide it");
+        h.record_served();
+        assert_eq!(h.state, State::Healthy);
+        assert!(h.is_served() && h.unserved.is_none());
+    }
 
     #[test]
     fn degraded_at_threshold_and_healthy_after_success() {

@@ -137,7 +137,14 @@ impl Runtime {
 
     /// Ready when every enabled entry's CR cache is synced (leader and standby alike).
     pub fn ready(&self) -> bool {
-        self.enabled.iter().all(|e| self.process.is_synced(e))
+        self.enabled.iter().all(|e| {
+            self.process.is_synced(e)
+                && self
+                    .process
+                    .registry
+                    .get(e)
+                    .is_none_or(|entry| entry.health().is_served())
+        })
     }
 
     /// The Katalog's metadata.

@@ -112,6 +112,24 @@ impl Controller {
             .clone()
     }
 
+    /// Whether the API server serves the CRs' type: a 404 watch makes the entry degraded and
+    /// not ready, the next event makes it whole again.
+    pub fn served(&self, served: bool, why: &str) {
+        let mut h = self
+            .health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if served {
+            if !h.is_served() {
+                h.record_served();
+                tracing::info!("the CRs' type is served again");
+            }
+        } else if h.unserved.as_deref() != Some(why) {
+            h.record_unserved(why);
+            tracing::warn!(reason = why, "entry degraded");
+        }
+    }
+
     /// What this entry shows the others (`observe.cross`, `dependsOn`, `/katalog`).
     pub fn published(self: &Arc<Self>) -> Published {
         Published {

@@ -76,8 +76,20 @@ pub(super) async fn watch_crs(
                 let event = plain(event, |o| typed(o.object, &resource));
                 writer.apply_watcher_event(&event);
                 c.cr_event(&event);
+                c.served(true, "");
             }
-            Err(e) => tracing::warn!(error = %e, "watch of CRs failed; retrying"),
+            Err(e) => {
+                if not_served(&e) {
+                    c.served(
+                        false,
+                        &format!(
+                            "the API server does not serve {}/{} (404): was its CRD deleted?",
+                            resource.api_version, resource.plural
+                        ),
+                    );
+                }
+                tracing::warn!(error = %e, "watch of CRs failed; retrying");
+            }
         }
     }
 }
@@ -189,6 +201,17 @@ fn plain(
         watcher::Event::InitDone => watcher::Event::InitDone,
         watcher::Event::Apply(o) => watcher::Event::Apply(f(o)),
         watcher::Event::Delete(o) => watcher::Event::Delete(f(o)),
+    }
+}
+
+/// Whether a watch failed because the API server does not serve the type (404).
+fn not_served(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 404,
+        watcher::Error::WatchError(s) => s.code == 404,
+        _ => false,
     }
 }
 
