@@ -374,3 +374,63 @@ async fn crs_created_while_replicas_start_and_split_are_all_reconciled() -> Resu
     );
     Ok(())
 }
+
+/// A replica that releases a shard waits for its reconciles there (longer than a Lease lasts,
+/// with a slow service) and keeps renewing the Leases it keeps meanwhile: no shard it still
+/// dispatches is taken by the newcomer, and no key is reconciled by two replicas at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_draining_a_shard_keeps_its_other_leases() -> Result<()> {
+    let (svc, url) = SlowService::start(Duration::from_secs(6), true).await?;
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let home = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, CRD, &ns.name).await?;
+    // Calls of 6 s, longer than a 4 s Lease, within the call timeout.
+    let katalog = katalog_for(&ns.name, &url).replace("timeout: 5s", "timeout: 20s");
+    let first = start_replicas(1, &ns, &home.name, &katalog)?;
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), &home.name);
+    wait_for("one replica holds all nine", WAIT, || async {
+        (holders(&leases).await.len() == 9).then_some(())
+    })
+    .await?;
+    let names: Vec<String> = (0..18).map(|i| format!("app-{i}")).collect();
+    create_all(&admin, &ns.name, &names).await?;
+    wait_for("calls in flight", WAIT, || async {
+        (svc.calls() >= 2).then_some(())
+    })
+    .await?;
+    // The newcomer: the first replica releases shards with six-second calls in flight there.
+    let dir = std::env::temp_dir().join(format!("ork-shards-{}-late", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("katalog.yaml"), &katalog)?;
+    let second = spawn_ork(
+        &dir.join("katalog.yaml"),
+        &dir.join("ork.log"),
+        &["--shards=9", "--lease-duration=4s"],
+        &[("ORK_NAMESPACE", home.name.as_str())],
+    )?;
+    let maps = Api::<ConfigMap>::namespaced(admin.clone(), &ns.name);
+    wait_for("every CR reconciled", Duration::from_secs(90), || async {
+        let n = maps.list(&ListParams::default()).await.ok()?.items.len();
+        (n >= names.len()).then_some(())
+    })
+    .await?;
+    let overlaps = svc.overlaps.lock().expect("lock").clone();
+    assert!(
+        overlaps.is_empty(),
+        "keys reconciled twice at once: {overlaps:?}\n--- first ---\n{}\n--- second ---\n{}",
+        first.orks[0]
+            .log()
+            .lines()
+            .filter(|l| l.contains("shard"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        second
+            .log()
+            .lines()
+            .filter(|l| l.contains("shard"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Ok(())
+}

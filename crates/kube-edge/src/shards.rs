@@ -199,15 +199,46 @@ impl ShardManager {
     }
 
     /// Stops dispatching the shard, lets its reconciles finish (bounded), then frees its Lease.
+    /// While it waits, its Lease and the ones this replica keeps are renewed as `run` would (a
+    /// drain can outlast a Lease: without renewing, another replica could take this shard while
+    /// its reconciles still run here, or a shard this one still dispatches, and a key would be
+    /// reconciled twice at once, SPEC §12).
     async fn release_shard(&self, runtime: &Runtime, shard: u32) {
         runtime.shards().set(shard, false);
         runtime.shards_changed();
         let deadline = tokio::time::Instant::now() + self.drain;
+        let mut renewed = tokio::time::Instant::now();
         while runtime.in_flight_in_shard(shard) > 0 && tokio::time::Instant::now() < deadline {
+            if renewed.elapsed() >= self.config.retry {
+                self.renew_kept(runtime, shard).await;
+                renewed = tokio::time::Instant::now();
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.leases.release(&shard_lease(shard)).await;
         tracing::info!(shard, "shard released to rebalance");
+    }
+
+    /// Renews the member Lease, the Lease of the shard `draining` and every shard Lease held;
+    /// a held shard whose Lease another replica took meanwhile stops here.
+    async fn renew_kept(&self, runtime: &Runtime, draining: u32) {
+        let now = Timestamp::now();
+        let _ = self.leases.claim(&member_lease(&self.identity), now).await;
+        if matches!(
+            self.leases.claim(&shard_lease(draining), now).await,
+            Ok(false)
+        ) {
+            tracing::warn!(shard = draining, "the shard being drained was taken over");
+        }
+        let shards = runtime.shards();
+        for held in shards.held() {
+            // An error (the API server away) is `run`'s to judge, by its renew deadline.
+            if matches!(self.leases.claim(&shard_lease(held), now).await, Ok(false)) {
+                shards.set(held, false);
+                runtime.shards_changed();
+                tracing::warn!(shard = held, "shard lease lost while draining another");
+            }
+        }
     }
 
     /// Gives up every Lease this replica holds (graceful shutdown).
