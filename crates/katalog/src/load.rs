@@ -532,10 +532,13 @@ fn collect<T: DeserializeOwned>(
     };
     // Each round removes at least one offending node, so the loop ends; the bound guards
     // pathological input.
+    let mut removed: Vec<String> = Vec::new();
+    let mut wrong = false;
     for _ in 0..200 {
         let err = match serde_path_to_error::deserialize::<_, T>(&value) {
-            // Unknown fields were reported and removed: still check the rest semantically.
-            Ok(t) => return Some(t),
+            // Unknown fields were reported and removed: still check the rest semantically. A
+            // value of the wrong type taken out leaves no Katalog to check.
+            Ok(t) => return (!wrong).then_some(t),
             Err(err) => err,
         };
         let segments: Vec<Segment> = err.path().iter().cloned().collect();
@@ -578,6 +581,34 @@ fn collect<T: DeserializeOwned>(
                 format!("unknown value \"{name}\""),
                 hint_for(&name, &expected),
             );
+        } else if let Some(missing) = message.strip_prefix("missing field `")
+            && let Some(field) = missing.split('`').next()
+            && removed.iter().any(|r| {
+                let parent = at(&segments);
+                *r == if parent.is_empty() {
+                    field.to_string()
+                } else {
+                    format!("{parent}.{field}")
+                }
+            })
+        {
+            // Only missing because its wrong value was taken out above: said already.
+            return None;
+        } else if !segments.is_empty() && !message.starts_with("missing field") {
+            // A value of the wrong type or form: said, taken out, and the rest read on, so
+            // that one bad field does not hide the next (SPEC §16).
+            let path = at(&segments);
+            let field = match segments.last() {
+                Some(Segment::Map { key }) => key.as_str(),
+                _ => "",
+            };
+            report(
+                &path,
+                tidy(&message),
+                type_hint(&message).or_else(|| field_hint(field, &message)),
+            );
+            removed.push(path);
+            wrong = true;
         } else {
             report(&at(&segments), tidy(&message), type_hint(&message));
             return None;
@@ -585,6 +616,33 @@ fn collect<T: DeserializeOwned>(
         if !remove_at(&mut value, &segments) {
             return None;
         }
+    }
+    None
+}
+
+/// What to write instead, in a Katalog author's words, for a field of the wrong type.
+fn field_hint(field: &str, message: &str) -> Option<String> {
+    const DURATIONS: [&str; 9] = [
+        "timeout",
+        "resync",
+        "initial",
+        "max",
+        "interval",
+        "requeueAfter",
+        "period",
+        "leaseDuration",
+        "after",
+    ];
+    if DURATIONS.contains(&field) && message.contains("expected") {
+        return Some(
+            "a duration is a number with its unit, as Go writes it: `5s`, `2m`, `1h30m`".into(),
+        );
+    }
+    if ["u8", "u16", "u32", "u64", "usize"]
+        .iter()
+        .any(|t| message.ends_with(&format!("expected {t}")))
+    {
+        return Some("a whole number, 0 or more".into());
     }
     None
 }

@@ -432,3 +432,30 @@ fn unknown_dependencies_get_a_bounded_number_of_suggestions() {
     );
     assert!(deps.iter().all(|p| p.line.is_some()));
 }
+
+#[test]
+fn every_field_of_the_wrong_type_is_reported_with_what_to_write() {
+    let yaml = broken("timeout: 10s", "timeout: 5")
+        .replace("workers: 2", "workers: -1")
+        .replace("resync: 5m", "resync: 2x");
+    let p = problems(&yaml);
+    let at = |field: &str| {
+        p.iter()
+            .find(|p| p.path.ends_with(field))
+            .unwrap_or_else(|| panic!("{field} not reported: {p:#?}"))
+    };
+    let timeout = at("remote.timeout");
+    assert_eq!(timeout.line, Some(line_of(&yaml, "timeout: 5")));
+    assert!(
+        timeout.hint.as_deref().is_some_and(|h| h.contains("`5s`")),
+        "{timeout:?}"
+    );
+    let workers = at("reconcile.workers");
+    assert_eq!(
+        workers.hint.as_deref(),
+        Some("a whole number, 0 or more"),
+        "{workers:?}"
+    );
+    at("reconcile.resync");
+    assert_eq!(p.len(), 3, "{p:#?}");
+}
