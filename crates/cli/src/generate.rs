@@ -43,16 +43,20 @@ impl Default for Scale {
 }
 
 pub fn bundle(katalog_path: &Path, names: &Names, image: &str, scale: Scale) -> ExitCode {
-    let result = load(katalog_path).and_then(|k| {
-        let text = std::fs::read_to_string(katalog_path)
-            .with_context(|| format!("{}", katalog_path.display()))?;
-        bundle_objects(&k, katalog_path, &text, names, image, scale)
-    });
+    let result = load_with_text(katalog_path)
+        .and_then(|(k, text)| bundle_objects(&k, katalog_path, &text, names, image, scale));
     finish("bundle", result)
 }
 
 fn load(path: &Path) -> Result<Katalog> {
     load_file(path).map_err(|problems| anyhow::anyhow!("{problems}"))
+}
+
+/// The Katalog and its text as written (the bundle and the chart's values carry it verbatim).
+fn load_with_text(path: &Path) -> Result<(Katalog, String)> {
+    let katalog = load(path)?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    Ok((katalog, text))
 }
 
 fn finish(what: &str, docs: Result<Vec<Value>>) -> ExitCode {
@@ -488,11 +492,8 @@ pub fn bundle_objects(
 }
 
 pub fn values(katalog_path: &Path, names: &Names, image: &str, scale: Scale) -> ExitCode {
-    let result = load(katalog_path).and_then(|k| {
-        let text = std::fs::read_to_string(katalog_path)
-            .with_context(|| format!("{}", katalog_path.display()))?;
-        values_document(&k, katalog_path, &text, names, image, scale)
-    });
+    let result = load_with_text(katalog_path)
+        .and_then(|(k, text)| values_document(&k, katalog_path, &text, names, image, scale));
     match result {
         Ok(text) => {
             crate::output::emit(&text);

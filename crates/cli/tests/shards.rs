@@ -125,6 +125,15 @@ impl SlowService {
         self.calls.lock().expect("lock").len()
     }
 
+    /// No key was in two calls at once; `context` follows the keys that were.
+    fn assert_no_overlaps(&self, context: &str) {
+        let overlaps = self.overlaps.lock().expect("lock").clone();
+        assert!(
+            overlaps.is_empty(),
+            "keys reconciled twice at once: {overlaps:?}{context}"
+        );
+    }
+
     fn open(&self) {
         self.opener.send_replace(true);
     }
@@ -258,11 +267,7 @@ async fn replicas_split_shards_take_over_a_killed_one_and_never_share_a_key() ->
         })
         .await?;
     }
-    let overlaps = svc.overlaps.lock().expect("lock").clone();
-    assert!(
-        overlaps.is_empty(),
-        "keys reconciled twice at once: {overlaps:?}"
-    );
+    svc.assert_no_overlaps("");
     Ok(())
 }
 
@@ -367,11 +372,7 @@ async fn crs_created_while_replicas_start_and_split_are_all_reconciled() -> Resu
         svc.calls()
     );
     missing?;
-    let overlaps = svc.overlaps.lock().expect("lock").clone();
-    assert!(
-        overlaps.is_empty(),
-        "keys reconciled twice at once: {overlaps:?}"
-    );
+    svc.assert_no_overlaps("");
     Ok(())
 }
 
@@ -415,22 +416,16 @@ async fn a_replica_draining_a_shard_keeps_its_other_leases() -> Result<()> {
         (n >= names.len()).then_some(())
     })
     .await?;
-    let overlaps = svc.overlaps.lock().expect("lock").clone();
-    assert!(
-        overlaps.is_empty(),
-        "keys reconciled twice at once: {overlaps:?}\n--- first ---\n{}\n--- second ---\n{}",
-        first.orks[0]
-            .log()
-            .lines()
-            .filter(|l| l.contains("shard"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        second
-            .log()
-            .lines()
+    let shard_lines = |log: String| {
+        log.lines()
             .filter(|l| l.contains("shard"))
             .collect::<Vec<_>>()
             .join("\n")
-    );
+    };
+    svc.assert_no_overlaps(&format!(
+        "\n--- first ---\n{}\n--- second ---\n{}",
+        shard_lines(first.orks[0].log()),
+        shard_lines(second.log())
+    ));
     Ok(())
 }

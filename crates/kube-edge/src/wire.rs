@@ -54,14 +54,7 @@ pub type DecodedItem = (DynamicObject, Option<String>);
 /// never sends either).
 pub fn decode_list_page(text: &str) -> serde_json::Result<Vec<DecodedItem>> {
     let list: kube::core::ObjectList<Lean> = serde_json::from_str(text)?;
-    Ok(list
-        .items
-        .into_iter()
-        .map(|l| {
-            let why = undecodable(&l.object.metadata).map(str::to_string);
-            (l.object, why)
-        })
-        .collect())
+    Ok(list.items.into_iter().map(Lean::decoded).collect())
 }
 
 /// Decodes one watch event line (`{"type": "ADDED", "object": {...}}`) as ork's watches do.
@@ -73,10 +66,7 @@ pub fn decode_watch_event(text: &str) -> serde_json::Result<Option<DecodedItem>>
     Ok(match event {
         kube::core::WatchEvent::Added(l)
         | kube::core::WatchEvent::Modified(l)
-        | kube::core::WatchEvent::Deleted(l) => {
-            let why = undecodable(&l.object.metadata).map(str::to_string);
-            Some((l.object, why))
-        }
+        | kube::core::WatchEvent::Deleted(l) => Some(l.decoded()),
         _ => None,
     })
 }
@@ -97,6 +87,12 @@ impl Lean {
     /// The text is not a JSON object with a `metadata` map.
     pub fn from_str(text: &str) -> serde_json::Result<DynamicObject> {
         serde_json::from_str::<Lean>(text).map(|l| l.object)
+    }
+
+    /// The object and why it could not be read whole, if it could not.
+    fn decoded(self) -> DecodedItem {
+        let why = undecodable(&self.object.metadata).map(str::to_string);
+        (self.object, why)
     }
 }
 
