@@ -442,10 +442,24 @@ async fn ownership_marks_copied_by_a_tenant_count_for_nothing() -> Result<()> {
             )
             .await?;
     }
-    // A forged child would have been judged by now (ork reacts to its children within
-    // milliseconds); its edits triggered nothing.
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert_eq!(svc.calls(), calls, "the tenant's edits called the service");
+    // Then a hand edit of ork's own child beside it, on the same watch: once ork has called
+    // for that drift, it has seen every forged edit before it, and those called for nothing.
+    b_maps
+        .patch(
+            "shared",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"data": {"k": "tampered"}})),
+        )
+        .await?;
+    wait_for("the drift of ork's own child called for", WAIT, || async {
+        (svc.calls() > calls).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        svc.calls(),
+        calls + 1,
+        "the tenant's edits called the service"
+    );
 
     // The next reconcile: ork's child is sent, the forged one is not; then ork prunes its own.
     prune.store(true, Ordering::SeqCst);
