@@ -135,7 +135,7 @@ async fn metrics(State(runtime): State<Runtime>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        runtime.metrics_text(),
+        runtime.metrics_text().await,
     )
         .into_response()
 }

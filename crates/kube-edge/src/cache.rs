@@ -49,6 +49,17 @@ pub(crate) struct CacheWriter<V = Box<str>> {
     listing: Option<Objects<V>>,
 }
 
+/// One step of a watch as the cache keeps it: the object's key and value (`None`: not kept),
+/// prepared where the event is read so that the writer only stores.
+#[derive(Debug)]
+pub(crate) enum Stored<V = Box<str>> {
+    Init,
+    Listed(Box<str>, Option<V>),
+    InitDone,
+    Put(Box<str>, Option<V>),
+    Remove(Box<str>),
+}
+
 /// Who holds an object, as far as ork's adopt check cares: the owner label, when ork's field
 /// manager wrote the object (anyone else's copy of that label means nothing), and the UID of
 /// its controller owner reference.
@@ -114,26 +125,37 @@ impl<V> CacheWriter<V> {
         value: impl Fn(&K) -> Option<V>,
     ) {
         match event {
-            watcher::Event::Init => self.listing = Some(Objects::new()),
-            watcher::Event::InitApply(o) => {
-                if let (Some(listing), Some(v)) = (&mut self.listing, value(o)) {
-                    listing.insert(key_of(o).into(), v);
+            watcher::Event::Init => self.apply(Stored::Init),
+            watcher::Event::InitApply(o) => self.apply(Stored::Listed(key_of(o).into(), value(o))),
+            watcher::Event::InitDone => self.apply(Stored::InitDone),
+            watcher::Event::Apply(o) => self.apply(Stored::Put(key_of(o).into(), value(o))),
+            watcher::Event::Delete(o) => self.apply(Stored::Remove(key_of(o).into())),
+        }
+    }
+
+    /// Applies one step of a watch, already reduced to what the cache keeps.
+    pub fn apply(&mut self, step: Stored<V>) {
+        match step {
+            Stored::Init => self.listing = Some(Objects::new()),
+            Stored::Listed(key, value) => {
+                if let (Some(listing), Some(v)) = (&mut self.listing, value) {
+                    listing.insert(key, v);
                 }
             }
-            watcher::Event::InitDone => {
+            Stored::InitDone => {
                 if let Some(mut listing) = self.listing.take() {
                     listing.shrink_to_fit();
                     *self.write() = listing;
                 }
                 self.ready.send_replace(true);
             }
-            watcher::Event::Apply(o) => {
-                if let Some(v) = value(o) {
-                    self.write().insert(key_of(o).into(), v);
+            Stored::Put(key, value) => {
+                if let Some(v) = value {
+                    self.write().insert(key, v);
                 }
             }
-            watcher::Event::Delete(o) => {
-                self.write().remove(key_of(o).as_str());
+            Stored::Remove(key) => {
+                self.write().remove(&key);
             }
         }
     }
@@ -143,6 +165,7 @@ impl<V> CacheWriter<V> {
     }
 }
 
+#[cfg(test)]
 impl CacheWriter {
     /// Keeps each object of the event as its JSON text.
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<DynamicObject>) {
@@ -200,7 +223,8 @@ impl Cache {
     }
 }
 
-fn compact(o: &DynamicObject) -> Option<Box<str>> {
+/// The text the cache keeps of `o`.
+pub(crate) fn compact(o: &DynamicObject) -> Option<Box<str>> {
     serde_json::to_string(o)
         .inspect_err(
             |e| tracing::error!(error = %e, "a watched object does not serialise; not cached"),

@@ -84,6 +84,22 @@ impl ReconcileError {
         }
     }
 
+    /// Whether the service could not be reached or gave no answer (refused, timed out, an
+    /// HTTP error status): a retry may only help once it is back.
+    pub fn unreachable(&self) -> bool {
+        matches!(self, ReconcileError::CallFailed(CallFailed::Call(_)))
+    }
+
+    /// Whether the service answered (whatever the answer, and whatever came of it after).
+    pub fn answered(&self) -> bool {
+        matches!(
+            self,
+            ReconcileError::InvalidResponse(_)
+                | ReconcileError::ServiceReported(_)
+                | ReconcileError::NotOwned(_)
+        )
+    }
+
     /// Whether ork will not succeed without a change to the CR, the Katalog, the service or
     /// ork's RBAC (kstatus `Stalled`), rather than a retry that may (kstatus `Reconciling`).
     pub fn stalls(&self) -> bool {

@@ -95,11 +95,19 @@ pub(crate) struct Stray {
     pub owner_uid: String,
 }
 
+/// A child ork applied: the fingerprint and UID of the object the API server returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub child: ChildRef,
+    pub fingerprint: u64,
+    pub uid: String,
+}
+
 /// Writes one reconcile made, reported when it finishes.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct OwnWrites {
-    /// Children applied, with the fingerprint of the object the API server returned.
-    pub applied: Vec<(ChildRef, u64)>,
+    /// Children applied, as the API server returned them.
+    pub applied: Vec<Applied>,
     /// Children deleted, with their UIDs.
     pub deleted: Vec<(ChildRef, String)>,
 }
@@ -642,13 +650,19 @@ impl Index {
     /// The reconcile of `key` ended having made `own` writes: child events that arrived
     /// meanwhile are judged now, knowing those writes.
     pub fn finish(&mut self, key: &str, own: OwnWrites) -> Vec<Effect> {
-        for (child, fingerprint) in own.applied {
-            self.expected.insert(child, fingerprint);
-        }
         let waiting = self.in_flight.remove(key).unwrap_or_default();
+        let recreated = |child: &ChildRef, gone: &str| {
+            own.applied
+                .iter()
+                .any(|a| &a.child == child && a.uid != gone)
+        };
+        for a in &own.applied {
+            self.expected.insert(a.child.clone(), a.fingerprint);
+        }
         let drifted = waiting.iter().any(|(child, gone_uid)| match gone_uid {
-            // Deleted meanwhile: drift unless ork deleted it.
-            Some(uid) => !own.deleted.iter().any(|(_, u)| u == uid),
+            // Deleted meanwhile: drift unless ork deleted it, or applied it anew after (the
+            // object it got back is another one).
+            Some(uid) => !own.deleted.iter().any(|(_, u)| u == uid) && !recreated(child, uid),
             // Changed meanwhile: drift unless it now is exactly what ork applied.
             None => self
                 .children
@@ -828,6 +842,14 @@ mod tests {
         }
     }
 
+    fn applied(name: &str, fingerprint: u64) -> Applied {
+        Applied {
+            child: child(name, "ns/a", fingerprint).child,
+            fingerprint,
+            uid: format!("uid-{name}"),
+        }
+    }
+
     fn seen(view: ChildView) -> Seen<ChildView> {
         Seen::Object {
             listing: false,
@@ -878,22 +900,6 @@ mod tests {
             ix.cr_event(cr("ns/a", 2), &no_gate),
             enqueue("ns/a", Reason::Update)
         );
-    }
-
-    #[test]
-    fn a_foreign_edit_during_a_reconcile_is_not_lost_behind_ork_s_own_write() {
-        // The race of the first design: the edit (fingerprint 2) and ork's status write
-        // (fingerprint 2 again) both arrive while ns/a is in flight. The edit triggers; the
-        // queue holds it until the reconcile ends; ork's write adds nothing.
-        let mut ix = Index::new(vec![], None);
-        ix.cr_event(cr("ns/a", 1), &no_gate);
-        ix.begin("ns/a");
-        assert_eq!(
-            ix.cr_event(cr("ns/a", 2), &no_gate),
-            enqueue("ns/a", Reason::Update)
-        );
-        assert!(ix.cr_event(cr("ns/a", 2), &no_gate).is_empty());
-        assert!(ix.finish("ns/a", OwnWrites::default()).is_empty());
     }
 
     #[test]
@@ -983,7 +989,7 @@ mod tests {
                 .is_empty()
         );
         let own = OwnWrites {
-            applied: vec![(child("one", "ns/a", 3).child, 3)],
+            applied: vec![applied("one", 3)],
             deleted: vec![],
         };
         assert!(ix.finish("ns/a", own).is_empty());
@@ -1003,7 +1009,7 @@ mod tests {
         ix.child_event(0, None, seen(child("one", "ns/a", 5)));
         // ork applied fingerprint 4, someone else made it 5.
         let own = OwnWrites {
-            applied: vec![(child("one", "ns/a", 4).child, 4)],
+            applied: vec![applied("one", 4)],
             deleted: vec![],
         };
         assert_eq!(ix.finish("ns/a", own), enqueue("ns/a", Reason::Child));

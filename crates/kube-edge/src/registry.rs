@@ -2,13 +2,15 @@
 //! as `prepared.cross`), their health (for `dependsOn`) and their load (for `/katalog`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kube::ResourceExt;
 use ork_engine::health::{Health, State};
 use ork_katalog::{CrdEntry, DependencyCondition};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::cache::{Cache, cache_key};
 
@@ -20,12 +22,12 @@ pub struct CrossError {
     pub message: String,
 }
 
-/// What the runtime may ask of a started entry.
+/// What the runtime may ask of a started entry (its loop answers).
 pub(crate) trait EntryHandle: Send + Sync {
     /// Queue depth and reconciles in flight.
     fn load(&self) -> (usize, usize);
     /// Queued keys per shard, of `total` shards.
-    fn queued_by_shard(&self, total: u32) -> BTreeMap<u32, usize>;
+    fn queued_by_shard(&self, total: u32) -> BoxFuture<'static, BTreeMap<u32, usize>>;
     /// Reconciles in flight of keys in `shard`.
     fn in_flight_in_shard(&self, total: u32, shard: u32) -> usize;
     /// Queues every object of `shard` (gained: each is reconciled once).
@@ -39,16 +41,14 @@ pub(crate) trait EntryHandle: Send + Sync {
 pub(crate) struct Published {
     pub namespaced: bool,
     pub crs: Cache,
-    pub health: Arc<Mutex<Health>>,
+    /// The entry's health, as its loop last published it.
+    pub health: watch::Receiver<Health>,
     pub handle: Arc<dyn EntryHandle>,
 }
 
 impl Published {
     pub fn health(&self) -> Health {
-        self.health
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.health.borrow().clone()
     }
 }
 

@@ -225,7 +225,7 @@ impl Runtime {
     }
 
     /// Prometheus text, with the per-entry gauges brought up to date.
-    pub fn metrics_text(&self) -> String {
+    pub async fn metrics_text(&self) -> String {
         for e in self.entries() {
             self.process
                 .metrics
@@ -236,7 +236,7 @@ impl Runtime {
         if shards.is_sharded() {
             let mut depth = std::collections::BTreeMap::new();
             for e in self.process.registry.all() {
-                for (shard, n) in e.handle.queued_by_shard(shards.total()) {
+                for (shard, n) in e.handle.queued_by_shard(shards.total()).await {
                     *depth.entry(shard).or_insert(0) += n;
                 }
             }

@@ -1,17 +1,23 @@
-//! One controller per Katalog entry. Watches ([`watch`]) keep kube-runtime reflector stores and
-//! feed the entry's [`Index`]; what the index says to do goes to the work queue; a dispatcher
-//! ([`dispatch`]) hands keys to at most `workers` concurrent reconciles, never two for one
-//! object, each a [`run_one`](Controller::run_one): gather the job, reconcile, tell the index
-//! what was written, schedule what comes next. `ork simulate` drives the same controller
-//! without watches.
+//! One entry loop per Katalog entry. Watches ([`watch`]) turn events into inputs
+//! ([`observe`]); the entry's [`EntryState`](state::EntryState) owns its caches, index,
+//! schedule and health and changes only through those inputs, handing out work; the driver
+//! ([`driver`]) runs it as one task and starts at most `workers` reconciles ([`worker`]), each
+//! of which only sends its outcome back. `ork simulate` drives the same state in cycles.
 
-mod dispatch;
+mod driver;
 mod lane;
-mod runner;
+mod live;
+mod observe;
 mod schedule;
 mod start;
+mod state;
 mod watch;
+mod worker;
 
-pub(crate) use runner::{Controller, ScopeCaches};
+pub(crate) use driver::published;
+pub(crate) use live::{LiveView, ScopeCaches};
+pub(crate) use observe::Observer;
 pub(crate) use start::start_entry;
 pub use start::{RunError, RunOptions};
+pub(crate) use state::{EntryState, Input, ScopeWriter};
+pub(crate) use worker::Worker;

@@ -1,7 +1,8 @@
-//! When each key of an entry is reconciled next: the work queue, per-key backoff, reconciles in
-//! flight, and what a finished reconcile means for its key and for the entry's health.
+//! When each key of an entry is reconciled next: the work queue, per-key backoff, what a
+//! finished reconcile means for its key and for the entry's health, and the recovery after a
+//! service outage (a half-open probe). Owned by the entry loop; time is passed in.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use ork_engine::backoff::Backoff;
@@ -12,16 +13,39 @@ use ork_katalog::Queue;
 use crate::error::{ReconcileError, Retry};
 use crate::reconcile::Success;
 
+/// While keys wait out a backoff because the service could not be reached, one of them is
+/// tried this often ahead of its time: when it gets an answer, they all go (SPEC §10). A
+/// service back after an outage is used within about this long, not after the longest backoff
+/// (up to 2 minutes by default), at the price of one call per entry per period while it is down.
+pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 pub(crate) struct Schedule {
-    pub queue: WorkQueue<String>,
-    pub backoff: Backoff<String>,
+    queue: WorkQueue<String>,
+    backoff: Backoff<String>,
     /// The backoff of failed sweeps, per key.
     sweeps: Backoff<String>,
-    /// Reconciles in flight.
-    pub busy: usize,
     /// Reconciles per key so far (the metrics annotation).
     counts: HashMap<String, u64>,
+    recovery: Recovery,
+}
+
+/// Keys waiting out a backoff because the service was unreachable, and the probe among them.
+#[derive(Debug, Default)]
+struct Recovery {
+    waiting: BTreeSet<String>,
+    /// The key let through early, until its reconcile ends.
+    probe: Option<String>,
+    last_probe: Option<Instant>,
+}
+
+impl Recovery {
+    fn probe_at(&self) -> Option<Instant> {
+        if self.waiting.is_empty() || self.probe.is_some() {
+            return None;
+        }
+        self.last_probe.map(|t| later(t, PROBE_EVERY))
+    }
 }
 
 impl Schedule {
@@ -30,9 +54,53 @@ impl Schedule {
             queue: WorkQueue::default(),
             backoff: Backoff::from_queue(queue),
             sweeps: Backoff::from_queue(queue),
-            busy: 0,
             counts: HashMap::new(),
+            recovery: Recovery::default(),
         }
+    }
+
+    /// Queues `key` now; someone asking for it by hand ([`Reason::Manual`]) starts its backoff
+    /// over.
+    pub fn add(&mut self, key: String, reason: Reason) {
+        if reason == Reason::Manual {
+            self.backoff.reset(&key);
+        }
+        self.queue.add(key, reason);
+    }
+
+    /// The next key to reconcile at `now`, marked in flight until [`Schedule::finished`] or
+    /// [`Schedule::skip`].
+    pub fn next(&mut self, now: Instant) -> Option<(String, Reason)> {
+        self.queue.promote(now);
+        if self.recovery.probe_at().is_some_and(|at| at <= now)
+            && let Some(key) = self.recovery.waiting.iter().next().cloned()
+        {
+            // Ahead of its backoff; its reconcile says whether the service is back.
+            self.queue.add(key.clone(), Reason::Retry);
+            self.recovery.probe = Some(key);
+            self.recovery.last_probe = Some(now);
+        }
+        self.queue.pop()
+    }
+
+    /// A key handed out by [`Schedule::next`] that is not reconciled after all (another
+    /// replica's shard, a CR gone meanwhile).
+    pub fn skip(&mut self, key: &str) {
+        self.end(key);
+    }
+
+    /// When something is due next: a delayed key or a probe.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let probe = self.recovery.probe_at();
+        match (self.queue.next_deadline(), probe) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// 1 for the first try, n after n-1 failures in a row.
+    pub fn attempt(&self, key: &str) -> u32 {
+        self.backoff.failures(&key.to_string()) + 1
     }
 
     pub fn count(&self, key: &str) -> u64 {
@@ -46,55 +114,75 @@ impl Schedule {
         self.backoff.reset(&k);
         self.sweeps.reset(&k);
         self.counts.remove(key);
+        self.recovery.waiting.remove(key);
     }
 
-    /// How the sweep of `key` (the children of CRs gone under it) ended, when there was one:
-    /// a failed one is tried again after its own backoff, apart from the reconciles' of a CR
-    /// that may live under the key.
-    pub fn swept(&mut self, key: &str, ok: bool) {
+    /// How the sweep of `key` (the children of CRs gone under it) ended: a failed one is tried
+    /// again after its own backoff, apart from the reconciles' of a CR that may live under the
+    /// key.
+    pub fn swept(&mut self, key: &str, ok: bool, now: Instant) {
         let k = key.to_string();
         if ok {
             self.sweeps.reset(&k);
         } else {
             let delay = self.sweeps.failed(k.clone());
-            self.queue
-                .add_at(k, Reason::Sweep, later(Instant::now(), delay));
+            self.queue.add_at(k, Reason::Sweep, later(now, delay));
         }
     }
 
-    /// The reconcile of `key` ended (or never started).
-    pub fn done(&mut self, key: &str) {
-        self.busy = self.busy.saturating_sub(1);
-        self.queue.done(&key.to_string());
-    }
-
-    /// What a finished reconcile means: health, backoff, and when to look again.
-    pub fn after(
+    /// The reconcile of `key` ended with `outcome` (`None`: it did not run, only its sweep):
+    /// health, backoff, and when to look again.
+    pub fn finished(
         &mut self,
         key: &str,
-        outcome: &Result<Success, ReconcileError>,
+        outcome: Option<&Result<Success, ReconcileError>>,
         health: &mut Health,
+        now: Instant,
     ) {
+        self.end(key);
+        let Some(outcome) = outcome else {
+            return;
+        };
         let k = key.to_string();
-        let now = Instant::now();
         let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
         match outcome {
-            Ok(Success::Gated(why)) => health.record_gated(why),
-            Ok(Success::Deleting) => {}
-            Ok(Success::Reconciled { requeue_after }) => {
-                *self.counts.entry(k.clone()).or_default() += 1;
-                health.record_success(&stamp);
-                self.backoff.reset(&k);
-                if let Some(after) = requeue_after {
-                    self.queue.add_at(k, Reason::Requeue, later(now, *after));
+            Ok(success) => {
+                self.recovery.waiting.remove(key);
+                let answered = match success {
+                    Success::Gated(why) => {
+                        health.record_gated(why);
+                        false
+                    }
+                    Success::Deleting => false,
+                    Success::Reconciled { requeue_after } => {
+                        *self.counts.entry(k.clone()).or_default() += 1;
+                        health.record_success(&stamp);
+                        self.backoff.reset(&k);
+                        if let Some(after) = requeue_after {
+                            self.queue
+                                .add_at(k.clone(), Reason::Requeue, later(now, *after));
+                        }
+                        true
+                    }
+                    Success::Finalized => {
+                        self.backoff.reset(&k);
+                        true
+                    }
+                    Success::FinalizePending(after) => {
+                        self.queue
+                            .add_at(k.clone(), Reason::Requeue, later(now, *after));
+                        true
+                    }
+                };
+                if answered {
+                    self.service_answered();
                 }
-            }
-            Ok(Success::Finalized) => self.backoff.reset(&k),
-            Ok(Success::FinalizePending(after)) => {
-                self.queue.add_at(k, Reason::Requeue, later(now, *after));
             }
             Err(e) => {
                 *self.counts.entry(k.clone()).or_default() += 1;
+                if e.answered() {
+                    self.service_answered();
+                }
                 if e.blames_service() {
                     health.record_failure(&e.to_string(), &stamp);
                 }
@@ -106,7 +194,12 @@ impl Schedule {
                             // `queue.maxAttempts`: no more retries until the CR changes or the
                             // next resync.
                             tracing::warn!(key = %k, "retries exhausted (queue.maxAttempts)");
+                            self.recovery.waiting.remove(key);
                         } else {
+                            if e.unreachable() {
+                                self.recovery.waiting.insert(k.clone());
+                                self.recovery.last_probe.get_or_insert(now);
+                            }
                             self.queue.add_at(k, Reason::Retry, later(now, delay));
                         }
                     }
@@ -114,11 +207,233 @@ impl Schedule {
             }
         }
     }
+
+    /// The service answered: every key waiting out a backoff because it could not be reached
+    /// goes now.
+    fn service_answered(&mut self) {
+        let waiting = std::mem::take(&mut self.recovery.waiting);
+        if !waiting.is_empty() {
+            tracing::info!(
+                keys = waiting.len(),
+                "the service answers again: retrying what waited for it"
+            );
+        }
+        for key in waiting {
+            self.queue.add(key, Reason::Retry);
+        }
+        self.recovery.last_probe = None;
+    }
+
+    fn end(&mut self, key: &str) {
+        if self.recovery.probe.as_deref() == Some(key) {
+            self.recovery.probe = None;
+        }
+        self.queue.done(&key.to_string());
+    }
+
+    /// Keys waiting to be reconciled now.
+    pub fn depth(&self) -> usize {
+        self.queue.depth()
+    }
+
+    /// Reconciles in flight.
+    pub fn in_flight(&self) -> usize {
+        self.queue.in_flight()
+    }
+
+    pub fn in_flight_keys(&self) -> impl Iterator<Item = &String> {
+        self.queue.in_flight_keys()
+    }
+
+    pub fn queued_keys(&self) -> impl Iterator<Item = &String> {
+        self.queue.queued_keys()
+    }
+
+    /// Whether fresh changes (create, edit, child drift) may be waiting.
+    pub fn has_fresh(&self) -> bool {
+        self.queue.has_fresh()
+    }
 }
 
 /// `now + delay`, saturating far in the future instead of overflowing.
-fn later(now: Instant, delay: Duration) -> Instant {
+pub(crate) fn later(now: Instant, delay: Duration) -> Instant {
     now.checked_add(delay)
         .or_else(|| now.checked_add(Duration::from_secs(365 * 24 * 3600)))
         .unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::CallFailed;
+
+    fn schedule(initial: &str, max: &str) -> Schedule {
+        let queue: Queue = serde_json::from_value(serde_json::json!({
+            "retryBackoff": {"initial": initial, "max": max, "multiplier": 2.0}
+        }))
+        .expect("a queue");
+        Schedule::new(&queue)
+    }
+
+    fn unreachable() -> Result<Success, ReconcileError> {
+        Err(ReconcileError::CallFailed(CallFailed::Call(
+            ork_remote::CallError::Connect {
+                url: "http://127.0.0.1:1/r".into(),
+                reason: "Connection refused".into(),
+            },
+        )))
+    }
+
+    fn ok() -> Result<Success, ReconcileError> {
+        Ok(Success::Reconciled {
+            requeue_after: None,
+        })
+    }
+
+    /// Runs the next key due at `now` to `outcome`; returns it.
+    fn run(
+        s: &mut Schedule,
+        health: &mut Health,
+        now: Instant,
+        outcome: &Result<Success, ReconcileError>,
+    ) -> Option<(String, Reason)> {
+        let (key, reason) = s.next(now)?;
+        s.finished(&key, Some(outcome), health, now);
+        Some((key, reason))
+    }
+
+    #[test]
+    fn a_failure_backs_off_growing_and_a_success_starts_over() {
+        let mut s = schedule("1s", "1m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/a".into(), Reason::Create);
+        let failed = Err(ReconcileError::ServiceReported("no".into()));
+        assert_eq!(
+            run(&mut s, &mut h, t0, &failed),
+            Some(("ns/a".into(), Reason::Create))
+        );
+        assert_eq!(s.attempt("ns/a"), 2);
+        assert_eq!(s.next(t0), None, "waits its backoff");
+        assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(1)));
+        let t1 = t0 + Duration::from_secs(1);
+        assert!(run(&mut s, &mut h, t1, &failed).is_some());
+        assert_eq!(s.next_deadline(), Some(t1 + Duration::from_secs(2)));
+        let t2 = t1 + Duration::from_secs(2);
+        assert_eq!(
+            run(&mut s, &mut h, t2, &ok()),
+            Some(("ns/a".into(), Reason::Retry))
+        );
+        assert_eq!(s.attempt("ns/a"), 1);
+        assert_eq!(s.count("ns/a"), 3);
+        assert_eq!(s.next_deadline(), None);
+        assert_eq!(h.consecutive_fails, 0);
+    }
+
+    #[test]
+    fn asking_by_hand_starts_the_backoff_over_and_runs_now() {
+        let mut s = schedule("10s", "1m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/a".into(), Reason::Create);
+        run(&mut s, &mut h, t0, &unreachable());
+        run(&mut s, &mut h, t0 + Duration::from_secs(10), &unreachable());
+        assert_eq!(s.attempt("ns/a"), 3);
+        s.add("ns/a".into(), Reason::Manual);
+        assert_eq!(s.attempt("ns/a"), 1);
+        let t = t0 + Duration::from_secs(11);
+        assert_eq!(s.next(t), Some(("ns/a".into(), Reason::Manual)));
+    }
+
+    #[test]
+    fn a_key_handed_out_is_not_handed_out_again_until_it_ends() {
+        let mut s = schedule("1s", "1m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/a".into(), Reason::Create);
+        assert!(s.next(t0).is_some());
+        s.add("ns/a".into(), Reason::Update);
+        assert_eq!(s.next(t0), None);
+        assert_eq!(s.in_flight(), 1);
+        s.finished("ns/a", Some(&ok()), &mut h, t0);
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(s.next(t0), Some(("ns/a".into(), Reason::Update)));
+        s.skip("ns/a");
+        assert_eq!((s.in_flight(), s.depth()), (0, 0));
+    }
+
+    #[test]
+    fn when_the_service_answers_again_every_key_that_waited_for_it_goes_at_once() {
+        let mut s = schedule("1s", "2m");
+        let mut h = Health::new(3);
+        let mut now = Instant::now();
+        for key in ["ns/a", "ns/b", "ns/c"] {
+            s.add(key.into(), Reason::Create);
+        }
+        // The service is down for a while: every key's backoff grows past a minute.
+        let mut calls = 0;
+        let until = now + Duration::from_secs(300);
+        while now < until {
+            while run(&mut s, &mut h, now, &unreachable()).is_some() {
+                calls += 1;
+            }
+            now = s.next_deadline().expect("something is due");
+        }
+        // One probe per second at most, beside the keys' own retries.
+        assert!(calls <= 300 + 3 * 9, "{calls} calls in 300 s");
+        assert!(s.attempt("ns/b") >= 5, "{}", s.attempt("ns/b"));
+        // Back: the next probe (within a second) gets an answer, and the others follow now.
+        let probe_at = s.next_deadline().expect("due");
+        assert!(
+            probe_at <= now + PROBE_EVERY,
+            "the probe is at most a second away"
+        );
+        let (probe, _) = run(&mut s, &mut h, probe_at, &ok()).expect("a probe");
+        let mut rest: Vec<String> = std::iter::from_fn(|| run(&mut s, &mut h, probe_at, &ok()))
+            .map(|(k, _)| k)
+            .collect();
+        rest.push(probe);
+        rest.sort();
+        assert_eq!(rest, ["ns/a", "ns/b", "ns/c"]);
+        assert_eq!(s.next_deadline(), None, "nothing waits any more");
+    }
+
+    #[test]
+    fn a_failure_that_is_not_the_service_being_away_is_not_probed_early() {
+        let mut s = schedule("1m", "1m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/a".into(), Reason::Create);
+        s.add("ns/b".into(), Reason::Create);
+        let rejected = Err(ReconcileError::InvalidResponse("bad".into()));
+        run(&mut s, &mut h, t0, &rejected);
+        run(&mut s, &mut h, t0, &ok());
+        assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(60)));
+        assert_eq!(s.next(t0 + Duration::from_secs(5)), None);
+    }
+
+    #[test]
+    fn a_forgotten_key_leaves_nothing_behind() {
+        let mut s = schedule("1s", "1m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/a".into(), Reason::Create);
+        run(&mut s, &mut h, t0, &unreachable());
+        s.forget("ns/a");
+        assert_eq!(s.next_deadline(), None);
+        assert_eq!((s.attempt("ns/a"), s.count("ns/a")), (1, 0));
+    }
+
+    #[test]
+    fn a_failed_sweep_is_tried_again_after_its_own_backoff() {
+        let mut s = schedule("2s", "1m");
+        let t0 = Instant::now();
+        s.swept("ns/a", false, t0);
+        assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(2)));
+        assert_eq!(
+            s.next(t0 + Duration::from_secs(2)),
+            Some(("ns/a".into(), Reason::Sweep))
+        );
+        assert_eq!(s.attempt("ns/a"), 1, "the reconciles' backoff is apart");
+    }
 }

@@ -9,9 +9,12 @@ use ork_katalog::CrdEntry;
 use ork_remote::HttpTransport;
 use tracing::Instrument;
 
-use super::dispatch::{dispatch, resync};
-use super::runner::{Controller, ScopeCaches};
-use super::watch::{cr_watch, watch_children, watch_crs, watch_holders};
+use super::driver::{drive_lane, published};
+use super::live::{LiveView, ScopeCaches};
+use super::observe::Observer;
+use super::state::{EntryState, ScopeWriter};
+use super::watch::{Feed, cr_watch, watch_children, watch_crs, watch_holders};
+use super::worker::Worker;
 use crate::auth::{CredentialSource, TransportSource};
 use crate::cache::{CacheWriter, Holder};
 use crate::discovery::{resolve_managed, wait_for_cr_type};
@@ -104,57 +107,79 @@ pub(crate) async fn start_entry(
         },
         mark_key,
     )?);
-    let cr_writer = CacheWriter::new();
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
-    // else one cluster-wide watch per type.
-    // Per scope, ork's children (label selector) and who holds every object of the type there
-    // (metadata only: the adopt check reads it instead of asking the API server per child).
-    let child_writers: Vec<Vec<ScopeWriters>> = ctx
-        .children
-        .iter()
-        .map(|t| {
-            watch_scopes(&ctx, t)
-                .into_iter()
-                .map(|scope| ScopeWriters {
-                    scope,
-                    objects: CacheWriter::new(),
-                    holders: CacheWriter::new(),
-                })
-                .collect()
-        })
-        .collect();
-    let c = Arc::new(Controller::new(
+    // else one cluster-wide watch per type. Per scope, ork's children (label selector) and who
+    // holds every object of the type there (metadata only: the adopt check reads it instead of
+    // asking the API server per child).
+    let scopes: Vec<Vec<Option<String>>> =
+        ctx.children.iter().map(|t| watch_scopes(&ctx, t)).collect();
+    let mut writers = Vec::new();
+    let mut holder_writers = Vec::new();
+    let mut caches = Vec::new();
+    for type_scopes in &scopes {
+        let (mut w, mut h, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        for scope in type_scopes {
+            let objects = CacheWriter::new();
+            let holders = CacheWriter::<Holder>::new();
+            c.push(ScopeCaches {
+                scope: scope.clone(),
+                objects: objects.reader(),
+                holders: Some(holders.reader()),
+            });
+            w.push(ScopeWriter { objects });
+            h.push(holders);
+        }
+        writers.push(w);
+        holder_writers.push(h);
+        caches.push(c);
+    }
+    let live = Arc::new(LiveView { scopes: caches });
+    let cr_writer = CacheWriter::new();
+    let cr_ready = cr_writer.reader().readiness();
+    let state = EntryState::new(
         ctx.clone(),
-        cr_writer.reader(),
-        child_writers
-            .iter()
-            .map(|ws| ws.iter().map(ScopeWriters::readers).collect())
-            .collect(),
-        Arc::new(KubeCluster::new(client.clone(), cr_resource)),
-        transport.clone(),
         process.clone(),
-    ));
+        cr_writer,
+        writers,
+        live.clone(),
+    );
+    let (inputs, received) = tokio::sync::mpsc::unbounded_channel();
+    let feed = Feed {
+        observer: Observer::new(ctx.clone()),
+        inputs: inputs.clone(),
+        ctx: ctx.clone(),
+        process: process.clone(),
+    };
+    let cluster: Arc<dyn crate::ports::Cluster> =
+        Arc::new(KubeCluster::new(client.clone(), cr_resource));
     tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, writers) in child_writers.into_iter().enumerate() {
-        for ScopeWriters {
-            scope,
-            objects,
-            holders,
-        } in writers
-        {
+    for (index, (type_scopes, holders)) in scopes.into_iter().zip(holder_writers).enumerate() {
+        for (scope_index, (scope, holders)) in type_scopes.into_iter().zip(holders).enumerate() {
             let t = ctx.children[index].clone();
             let names = watch_holders(holders, client.clone(), t, scope.clone());
             tasks.spawn(names.in_current_span());
-            let watch = watch_children(c.clone(), objects, client.clone(), index, scope);
+            let watch = watch_children(feed.clone(), client.clone(), index, scope_index, scope);
             tasks.spawn(watch.in_current_span());
         }
     }
-    let (api, config) = cr_watch(&c, &client);
-    tasks.spawn(watch_crs(c.clone(), cr_writer, api, config).in_current_span());
+    let (api, config) = cr_watch(&ctx, &client);
+    tasks.spawn(watch_crs(feed, api, config).in_current_span());
+    let published = published(&state, inputs.clone());
+    let lane = drive_lane(state.lane(), cluster.clone(), state.load());
+    let worker = Arc::new(Worker {
+        ctx: ctx.clone(),
+        cluster,
+        transport: transport.clone(),
+        live: live.clone(),
+        process: process.clone(),
+    });
+    // The loop reads watch events from now on (a paused queue until active and ready).
+    let (standby_tx, standby) = tokio::sync::watch::channel(false);
+    let active = process.active.clone();
+    tasks.spawn(super::driver::run(state, received, inputs, worker, standby).in_current_span());
     // Ready once every cache holds its initial list.
-    let child_caches = c.children.iter().flatten().flat_map(ScopeCaches::readiness);
-    for ready in std::iter::once(c.crs.readiness()).chain(child_caches) {
+    for ready in std::iter::once(cr_ready).chain(live.readiness()) {
         if ready.wait().await.is_err() {
             return Ok(());
         }
@@ -167,33 +192,28 @@ pub(crate) async fn start_entry(
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     process.mark_synced(&ctx.name);
-    tasks.spawn(resync(c.clone()).in_current_span());
-    let lane = c.clone();
-    tasks.spawn(async move { lane.drive_lane().await }.in_current_span());
+    tasks.spawn(lane.in_current_span());
     // Workers start once the dependencies are met.
     process
         .registry
         .wait_for_dependencies(&ctx.name, &ctx.entry)
         .await;
-    process.registry.register(&ctx.name, c.published());
-    tasks.spawn(dispatch(c).in_current_span());
+    process.registry.register(&ctx.name, published);
+    tasks.spawn(follow(active, standby_tx).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())
 }
 
-/// The writing sides of a [`ScopeCaches`].
-struct ScopeWriters {
-    scope: Option<String>,
-    objects: CacheWriter,
-    holders: CacheWriter<Holder>,
-}
-
-impl ScopeWriters {
-    fn readers(&self) -> ScopeCaches {
-        ScopeCaches {
-            scope: self.scope.clone(),
-            objects: self.objects.reader(),
-            holders: Some(self.holders.reader()),
+/// Passes the process's switch (leader, not shutting down) on to an entry loop that may start
+/// reconciles now.
+async fn follow(
+    mut active: tokio::sync::watch::Receiver<bool>,
+    to: tokio::sync::watch::Sender<bool>,
+) {
+    loop {
+        to.send_replace(*active.borrow_and_update());
+        if active.changed().await.is_err() {
+            return;
         }
     }
 }

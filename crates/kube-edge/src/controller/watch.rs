@@ -14,11 +14,16 @@ use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-use super::runner::Controller;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::observe::Observer;
+use super::state::Input;
 use crate::cache::key_of;
 use crate::cache::{CacheWriter, Holder};
 use crate::discovery::ChildType;
+use crate::entry::EntryContext;
 use crate::labels::{FIELD_MANAGER, MANAGED, OWNER_UID};
+use crate::process::Process;
 use crate::wire::{Lean, undecodable};
 
 /// Objects per page of a watch's (re-)list: a page is decoded whole, so its size is ork's
@@ -27,11 +32,11 @@ const LIST_PAGE: u32 = 100;
 
 /// The CRs this entry watches: one namespace if the entry says so, else all; with the entry's
 /// label and field selectors.
-pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<Lean>, watcher::Config) {
-    let entry = &c.ctx.entry;
+pub(super) fn cr_watch(ctx: &EntryContext, client: &Client) -> (Api<Lean>, watcher::Config) {
+    let entry = &ctx.entry;
     let api = match entry.single_namespace() {
-        Some(ns) => Api::namespaced_with(client.clone(), &ns, &c.ctx.cr_resource),
-        None => Api::all_with(client.clone(), &c.ctx.cr_resource),
+        Some(ns) => Api::namespaced_with(client.clone(), &ns, &ctx.cr_resource),
+        None => Api::all_with(client.clone(), &ctx.cr_resource),
     };
     let mut config = watcher::Config::default().page_size(LIST_PAGE);
     let labels: Vec<String> = entry
@@ -53,14 +58,27 @@ pub(super) fn cr_watch(c: &Controller, client: &Client) -> (Api<Lean>, watcher::
     (api, config)
 }
 
-pub(super) async fn watch_crs(
-    c: Arc<Controller>,
-    mut writer: CacheWriter,
-    api: Api<Lean>,
-    config: watcher::Config,
-) {
-    let resource = c.ctx.cr_resource.clone();
+/// Where a watch sends what it sees: the entry loop, with what it needs to read events.
+#[derive(Clone)]
+pub(super) struct Feed {
+    pub observer: Observer,
+    pub inputs: UnboundedSender<Input>,
+    pub ctx: Arc<EntryContext>,
+    pub process: Arc<Process>,
+}
+
+/// The CRs' watch. A 404 (the CRD deleted) makes the entry degraded and not ready; the next
+/// event makes it whole again.
+pub(super) async fn watch_crs(feed: Feed, api: Api<Lean>, config: watcher::Config) {
+    let Feed {
+        observer,
+        inputs,
+        ctx,
+        process,
+    } = feed;
+    let resource = ctx.cr_resource.clone();
     let mut stream = resilient(watcher(api, config));
+    let mut unserved = false;
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
@@ -69,24 +87,30 @@ pub(super) async fn watch_crs(
                 {
                     // Kept (its reconcile fails and says why on the CR), never acted on.
                     tracing::warn!(cr = %key_of(&o.object), reason = why, "a CR cannot be read whole");
-                    c.process
+                    process
                         .metrics
-                        .undecodable(&c.ctx.name, &c.ctx.entry.api_types.kind);
+                        .undecodable(&ctx.name, &ctx.entry.api_types.kind);
                 }
                 let event = plain(event, |o| typed(o.object, &resource));
-                writer.apply_watcher_event(&event);
-                c.cr_event(&event);
-                c.served(true, "");
+                if let Some(step) = observer.cr(&event)
+                    && inputs.send(Input::Cr(step)).is_err()
+                {
+                    return;
+                }
+                if std::mem::take(&mut unserved) && inputs.send(Input::Served(None)).is_err() {
+                    return;
+                }
             }
             Err(e) => {
                 if not_served(&e) {
-                    c.served(
-                        false,
-                        &format!(
-                            "the API server does not serve {}/{} (404): was its CRD deleted?",
-                            resource.api_version, resource.plural
-                        ),
+                    unserved = true;
+                    let why = format!(
+                        "the API server does not serve {}/{} (404): was its CRD deleted?",
+                        resource.api_version, resource.plural
                     );
+                    if inputs.send(Input::Served(Some(why))).is_err() {
+                        return;
+                    }
                 }
                 tracing::warn!(error = %e, "watch of CRs failed; retrying");
             }
@@ -94,17 +118,23 @@ pub(super) async fn watch_crs(
     }
 }
 
-/// Children of one managed type, selected by ork's label. An object whose owner label ork did
-/// not write (no `orkestra-remote` field manager) loses that label in the cache: it is nobody's
-/// child as far as ork is concerned.
+/// Children of one managed type, selected by ork's label, in scope `scope_index` of the type's
+/// scopes. An object whose owner label ork did not write (no `orkestra-remote` field manager)
+/// loses that label: it is nobody's child as far as ork is concerned.
 pub(super) async fn watch_children(
-    c: Arc<Controller>,
-    mut writer: CacheWriter,
+    feed: Feed,
     client: Client,
     type_index: usize,
+    scope_index: usize,
     scope: Option<String>,
 ) {
-    let t = &c.ctx.children[type_index];
+    let Feed {
+        observer,
+        inputs,
+        ctx,
+        process,
+    } = feed;
+    let t = &ctx.children[type_index];
     let api: Api<Lean> = match &scope {
         Some(ns) => Api::namespaced_with(client, ns, &t.resource),
         None => Api::all_with(client, &t.resource),
@@ -124,12 +154,19 @@ pub(super) async fn watch_children(
                     // Not a child ork can judge: left out, as if absent (ork applies what the
                     // service asks for again).
                     tracing::warn!(kind = %t.managed.kind, child = %key_of(&o.object), reason = why, "a child cannot be read whole; skipped");
-                    c.process.metrics.undecodable(&c.ctx.name, &t.managed.kind);
+                    process.metrics.undecodable(&ctx.name, &t.managed.kind);
                     continue;
                 }
                 let event = plain(event, |o| typed(forget_foreign_owner(o), &resource));
-                writer.apply_watcher_event(&event);
-                c.child_event(type_index, scope.as_deref(), &event);
+                let step = observer.child(type_index, &event);
+                let input = Input::Child {
+                    type_index,
+                    scope: scope_index,
+                    step,
+                };
+                if inputs.send(input).is_err() {
+                    return;
+                }
             }
             Err(e) => {
                 tracing::warn!(kind = %t.managed.kind, error = %e, "watch of children failed; retrying");

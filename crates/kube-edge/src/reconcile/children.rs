@@ -15,7 +15,7 @@ use super::job::{Job, Ports, Presence};
 use crate::cache::Holder;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
-use crate::index::{ChildRef, OwnWrites, child_fingerprint};
+use crate::index::{Applied, ChildRef, OwnWrites, child_fingerprint};
 use crate::labels::APPLIED;
 use crate::ports::Owner;
 use crate::ports::write::stamped;
@@ -79,7 +79,11 @@ pub(super) async fn apply(
     let mut first_error = None;
     for (at, result) in futures::future::join_all(writes).await {
         match result {
-            Ok(stored) => own.applied.push((at, child_fingerprint(&stored))),
+            Ok(stored) => own.applied.push(Applied {
+                fingerprint: child_fingerprint(&stored),
+                uid: stored.uid().unwrap_or_default(),
+                child: at,
+            }),
             Err(e) => {
                 first_error.get_or_insert(e);
             }

@@ -29,7 +29,7 @@ use call::ask;
 pub(crate) use call::probe;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use record::record_failure;
-pub(crate) use sweep::sweep;
+pub(crate) use sweep::{Swept, sweep};
 
 /// Runs one reconcile of `job`.
 pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -> Done {

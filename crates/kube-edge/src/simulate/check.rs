@@ -8,7 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::world::{SimulateError, SimulateOptions, build_entries, place_cr};
+use crate::error::ReconcileError;
 use crate::process::Process;
+use ork_engine::queue::Reason;
 
 /// `ork check`'s verdict on one CR's answer.
 #[derive(Debug, Clone, Serialize)]
@@ -44,7 +46,7 @@ pub async fn check(
         .get_mut(entry)
         .ok_or_else(|| SimulateError::Input(format!("entry {entry:?} has no remote reconciler")))?;
     sim.sync();
-    let mut keys = sim.controller.keys();
+    let mut keys = sim.state.keys();
     keys.sort();
     if keys.is_empty() {
         return Err(SimulateError::Input(format!(
@@ -53,7 +55,11 @@ pub async fn check(
     }
     let mut out = Vec::new();
     for key in keys {
-        let checked = match sim.controller.probe(&key).await {
+        let probed = match sim.state.job(&key, Reason::Create, false) {
+            Some(job) => sim.worker.probe(&job).await,
+            None => Err(ReconcileError::Request(format!("no CR {key}"))),
+        };
+        let checked = match probed {
             Ok((answer, policy)) => Checked {
                 key,
                 call_error: None,

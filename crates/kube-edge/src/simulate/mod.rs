@@ -82,8 +82,7 @@ pub async fn simulate(
         for (name, sim) in &mut entries {
             sim.sync();
             for (key, reason) in sim.due(cycle == 1) {
-                let ran = sim.controller.run_one(&key, reason).await;
-                sim.controller.flush_lane().await;
+                let ran = sim.run(key.clone(), reason).await;
                 let result = match ran {
                     None => continue,
                     Some(Ok(Success::Gated(why))) => format!("gated: {why}"),
@@ -118,7 +117,7 @@ pub async fn simulate(
     let service: Duration = entries.values().map(|s| s.timed.spent()).sum();
     let mut objects = BTreeMap::new();
     for sim in entries.values() {
-        for t in &sim.controller.ctx.children {
+        for t in &sim.ctx().children {
             for obj in sim.memory.children_of_type(t) {
                 let name = obj["metadata"]["name"].as_str().unwrap_or_default();
                 let shown = match obj["metadata"]["namespace"].as_str() {

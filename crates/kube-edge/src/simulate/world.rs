@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Instant;
 
 use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
@@ -19,10 +20,14 @@ use super::memory::{self, MemoryCluster};
 use super::types::offline_type;
 use crate::auth::{CredentialSource, TransportSource};
 use crate::cache::CacheWriter;
-use crate::controller::{Controller, ScopeCaches};
+use crate::controller::{
+    EntryState, Input, LiveView, Observer, ScopeCaches, ScopeWriter, Worker, published,
+};
 use crate::entry::{EntryContext, EntryError};
+use crate::error::ReconcileError;
 use crate::ports::{Tap, Timed, Transport, for_remote};
 use crate::process::Process;
+use crate::reconcile::Success;
 
 /// Why a simulation could not run. Failed reconciles are not errors: they are in the report.
 #[derive(Debug, thiserror::Error)]
@@ -50,19 +55,23 @@ pub struct SimulateOptions {
     pub replay: Option<PathBuf>,
 }
 
-/// One entry of the simulation: its controller, the writers of its stores, its memory.
+/// One entry of the simulation: the entry loop's state and what its reconciles work through,
+/// over its memory.
 pub(crate) struct SimEntry {
-    pub controller: Arc<Controller>,
-    cr_writer: CacheWriter,
-    child_writers: Vec<CacheWriter>,
+    pub state: EntryState,
+    pub worker: Worker,
+    observer: Observer,
     pub memory: Arc<MemoryCluster>,
     pub timed: Arc<Timed>,
 }
 
 impl SimEntry {
-    /// Delivers the in-memory state to the stores and the index, as a watch re-list would.
+    pub(crate) fn ctx(&self) -> &Arc<EntryContext> {
+        self.state.ctx()
+    }
+
+    /// Delivers the in-memory state to the entry, as a watch re-list would.
     pub(crate) fn sync(&mut self) {
-        let c = &self.controller;
         let crs: Vec<DynamicObject> = self
             .memory
             .crs()
@@ -73,45 +82,58 @@ impl SimEntry {
                     .ok()
             })
             .collect();
-        relist(&mut self.cr_writer, crs, |e| c.cr_event(e));
-        for (i, writer) in self.child_writers.iter_mut().enumerate() {
+        let now = Instant::now();
+        for event in relist(crs) {
+            if let Some(step) = self.observer.cr(&event) {
+                self.state.handle(Input::Cr(step), now);
+            }
+        }
+        for type_index in 0..self.ctx().children.len() {
             let objects: Vec<DynamicObject> = self
                 .memory
-                .children_of_type(&c.ctx.children[i])
+                .children_of_type(&self.ctx().children[type_index])
                 .into_iter()
                 .filter_map(|v| serde_json::from_value(v).ok())
                 .collect();
-            relist(writer, objects, |e| c.child_event(i, None, e));
+            for event in relist(objects) {
+                let step = self.observer.child(type_index, &event);
+                let input = Input::Child {
+                    type_index,
+                    scope: 0,
+                    step,
+                };
+                self.state.handle(input, now);
+            }
         }
     }
 
     /// The keys to reconcile this cycle, sorted: what the index triggered, and in a resync
     /// cycle every CR.
-    pub(crate) fn due(&self, first: bool) -> Vec<(String, Reason)> {
-        let mut due: BTreeMap<String, Reason> = self.controller.take_queued().into_iter().collect();
-        if !first {
-            for key in self.controller.keys() {
-                due.entry(key).or_insert(Reason::Resync);
-            }
-        }
-        due.into_iter().collect()
+    pub(crate) fn due(&mut self, first: bool) -> Vec<(String, Reason)> {
+        self.state.take_due(Instant::now(), !first)
+    }
+
+    /// Reconciles `key` now, as the entry loop would; how it ended, `None` when there was no
+    /// reconcile (the CR is gone, or only a sweep).
+    pub(crate) async fn run(
+        &mut self,
+        key: String,
+        reason: Reason,
+    ) -> Option<Result<Success, ReconcileError>> {
+        let work = self.state.work(key, reason)?;
+        let finished = self.worker.run(work).await;
+        let outcome = self.state.handle(Input::Finished(finished), Instant::now());
+        self.worker.flush_lane(&self.state.lane()).await;
+        outcome
     }
 }
 
-fn relist(
-    writer: &mut CacheWriter,
-    objects: Vec<DynamicObject>,
-    mut deliver: impl FnMut(&watcher::Event<DynamicObject>),
-) {
-    let mut send = |e: watcher::Event<DynamicObject>| {
-        writer.apply_watcher_event(&e);
-        deliver(&e);
-    };
-    send(watcher::Event::Init);
-    for o in objects {
-        send(watcher::Event::InitApply(o));
-    }
-    send(watcher::Event::InitDone);
+/// The events of a watch's re-list of `objects`.
+fn relist(objects: Vec<DynamicObject>) -> Vec<watcher::Event<DynamicObject>> {
+    std::iter::once(watcher::Event::Init)
+        .chain(objects.into_iter().map(watcher::Event::InitApply))
+        .chain(std::iter::once(watcher::Event::InitDone))
+        .collect()
 }
 
 /// One simulated entry per enabled Katalog entry, registered for `observe.cross`.
@@ -180,33 +202,41 @@ pub(crate) fn build_entries(
             .map_err(fail)?,
         );
         let memory = Arc::new(MemoryCluster::default());
-        let cr_writer = CacheWriter::new();
-        let child_writers: Vec<CacheWriter> =
-            ctx.children.iter().map(|_| CacheWriter::new()).collect();
-        let controller = Arc::new(Controller::new(
-            ctx,
-            cr_writer.reader(),
-            child_writers
-                .iter()
-                .map(|w| {
-                    vec![ScopeCaches {
-                        scope: None,
-                        objects: w.reader(),
-                        holders: None,
-                    }]
-                })
-                .collect(),
-            memory.clone(),
-            timed.clone(),
+        let mut writers = Vec::new();
+        let mut scopes = Vec::new();
+        for _ in &ctx.children {
+            let objects = CacheWriter::new();
+            scopes.push(vec![ScopeCaches {
+                scope: None,
+                objects: objects.reader(),
+                holders: None,
+            }]);
+            writers.push(vec![ScopeWriter { objects }]);
+        }
+        let live = Arc::new(LiveView { scopes });
+        let state = EntryState::new(
+            ctx.clone(),
             process.clone(),
-        ));
-        process.registry.register(name, controller.published());
+            CacheWriter::new(),
+            writers,
+            live.clone(),
+        );
+        // Nothing reads its inputs: the simulation hands the entry its events itself.
+        let (inputs, _) = tokio::sync::mpsc::unbounded_channel();
+        process.registry.register(name, published(&state, inputs));
+        let worker = Worker {
+            ctx: ctx.clone(),
+            cluster: memory.clone(),
+            transport: timed.clone(),
+            live,
+            process: process.clone(),
+        };
         entries.insert(
             name.clone(),
             SimEntry {
-                controller,
-                cr_writer,
-                child_writers,
+                state,
+                worker,
+                observer: Observer::new(ctx),
                 memory,
                 timed,
             },
@@ -223,7 +253,7 @@ pub(crate) fn place_cr(
     let api_version = cr["apiVersion"].as_str().unwrap_or_default().to_string();
     let kind = cr["kind"].as_str().unwrap_or_default().to_string();
     let Some(sim) = entries.values().find(|s| {
-        let r = &s.controller.ctx.cr_resource;
+        let r = &s.ctx().cr_resource;
         r.api_version == api_version && r.kind == kind
     }) else {
         return Err(SimulateError::Input(format!(
@@ -235,7 +265,7 @@ pub(crate) fn place_cr(
         .filter(|n| !n.is_empty())
         .ok_or_else(|| SimulateError::Input("a CR without metadata.name".into()))?
         .to_string();
-    let entry = &sim.controller.ctx.entry;
+    let entry = &sim.ctx().entry;
     if entry.namespaced
         && cr["metadata"]["namespace"]
             .as_str()

@@ -1,0 +1,94 @@
+//! The reconcile side of an entry: runs the [`Work`] the entry loop hands out, through the
+//! entry's ports, and gives back how it ended ([`Finished`]). It reads the caches (never writes
+//! them) and holds no entry state; a panic in a reconcile is caught and recorded as that
+//! reconcile's failure.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+
+use super::live::LiveView;
+use super::state::{Finished, Work};
+use crate::entry::EntryContext;
+use crate::error::ReconcileError;
+use crate::ports::{Cluster, Transport};
+use crate::process::Process;
+use crate::reconcile::{Done, Job, Ports, reconcile, record_failure, sweep};
+
+/// What reconciles of one entry work through.
+pub(crate) struct Worker {
+    pub ctx: Arc<EntryContext>,
+    pub cluster: Arc<dyn Cluster>,
+    pub transport: Arc<dyn Transport>,
+    pub live: Arc<LiveView>,
+    pub process: Arc<Process>,
+}
+
+impl Worker {
+    fn ports(&self) -> Ports<'_> {
+        Ports {
+            cluster: self.cluster.as_ref(),
+            transport: self.transport.as_ref(),
+            live: self.live.as_ref(),
+            metrics: &self.process.metrics,
+        }
+    }
+
+    /// Runs `work`: its sweep, then its reconcile.
+    pub async fn run(&self, work: Work) -> Finished {
+        let Work {
+            key, strays, job, ..
+        } = work;
+        let swept = if strays.is_empty() {
+            None
+        } else {
+            Some(sweep(&self.ctx, self.ports(), &key, strays).await)
+        };
+        let done = match &job {
+            Some(job) => Some(self.reconcile(job).await),
+            None => None,
+        };
+        Finished { key, swept, done }
+    }
+
+    /// One reconcile; a panic is caught and recorded as its failure.
+    async fn reconcile(&self, job: &Job) -> Done {
+        let ports = self.ports();
+        let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, job))
+            .catch_unwind()
+            .await;
+        match caught {
+            Ok(done) => done,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                tracing::error!(panic = %what, "reconcile panicked; recorded as a failure");
+                let error = ReconcileError::Panicked(what);
+                let later = record_failure(&self.ctx, ports, job, &error).await;
+                Done {
+                    outcome: Err(error),
+                    own: Default::default(),
+                    later,
+                }
+            }
+        }
+    }
+
+    /// `ork check`: the request of `job`, sent once, and the raw answer with its policy.
+    pub async fn probe(
+        &self,
+        job: &Job,
+    ) -> Result<(Vec<u8>, ork_protocol::Policy), ReconcileError> {
+        crate::reconcile::probe(&self.ctx, self.ports(), job).await
+    }
+
+    /// Writes what `lane` holds now, in this task (`ork simulate`: deterministic order).
+    pub async fn flush_lane(&self, lane: &super::lane::Lane) {
+        for later in lane.take(usize::MAX) {
+            later.write(self.cluster.as_ref()).await;
+        }
+    }
+}
