@@ -118,7 +118,7 @@ pub(crate) async fn run(
                     async move {
                         let _counted = crate::wake::InFlight::enter();
                         let done = worker.run(work).await;
-                        let _ = finished.send(Input::Finished(done));
+                        let _ = finished.send(Input::Finished(Box::new(done)));
                     }
                     .instrument(span),
                 );

@@ -4,7 +4,7 @@
 //! marked in flight with everything its reconcile reads, gathered in the same step (so a CR is
 //! never paired with an older set of its children, and a child event after the hand-out is
 //! judged when the reconcile ends). No I/O and no locks: `ork run` drives it from one task per
-//! entry ([`super::driver`]), `ork simulate` in its cycles, tests by hand.
+//! entry (the driver), `ork simulate` in its cycles, tests by hand.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,7 +43,7 @@ pub(crate) enum Input {
     /// The API server serves the CRs' type again (`None`), or not: why.
     Served(Option<String>),
     /// A reconcile (or sweep) handed out ended.
-    Finished(Finished),
+    Finished(Box<Finished>),
     /// The periodic resync: every CR once.
     Resync,
     /// This replica now holds `shard` of `total`: each of its objects is reconciled once.
@@ -193,7 +193,7 @@ impl EntryState {
                     self.publish_health();
                 }
             }
-            Input::Finished(finished) => return self.finished(finished, now),
+            Input::Finished(finished) => return self.finished(*finished, now),
             Input::Resync => self.enqueue_where(Reason::Resync, |_| true),
             Input::ShardGained { total, shard } => {
                 self.enqueue_where(Reason::Resync, |k| shard_of(k, total) == shard);
@@ -423,5 +423,380 @@ impl EntryState {
     /// When something is due next.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.schedule.next_deadline()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::future::BoxFuture;
+    use kube::core::DynamicObject;
+    use kube::discovery::ApiResource;
+    use kube::runtime::watcher;
+    use ork_protocol::ManagedType;
+    use serde_json::json;
+
+    use super::*;
+    use crate::controller::live::ScopeCaches;
+    use crate::controller::observe::Observer;
+    use crate::controller::worker::Worker;
+    use crate::discovery::ChildType;
+    use crate::index::{Applied, OwnWrites, child_fingerprint};
+    use crate::labels::{MANAGED, OWNER, OWNER_UID};
+    use crate::ports::{CallFailed, Transport};
+    use crate::simulate::MemoryCluster;
+
+    const KATALOG: &str = r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: t}
+spec:
+  crds:
+    webapp:
+      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}
+      operatorBox:
+        reconcile:
+          default: false
+          workers: 4
+          remote:
+            endpoint: "http://127.0.0.1:1/r"
+            managedResources:
+              - {group: "", version: v1, plural: configmaps}
+"#;
+
+    struct Entry {
+        state: EntryState,
+        observer: Observer,
+        live: Arc<LiveView>,
+        process: Arc<Process>,
+    }
+
+    fn entry() -> Entry {
+        let katalog =
+            ork_katalog::load_str(KATALOG, std::path::Path::new("k.yaml")).expect("valid");
+        let entry = katalog.spec.crds["webapp"].clone();
+        let resource = |group: &str, kind: &str, plural: &str| ApiResource {
+            group: group.into(),
+            version: "v1".into(),
+            api_version: if group.is_empty() {
+                "v1".into()
+            } else {
+                format!("{group}/v1")
+            },
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        let child = ChildType {
+            managed: ManagedType {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+                namespaced: true,
+                namespaces: vec![],
+                cluster_scoped: false,
+                bind_roles: Vec::new(),
+                service_account_tokens: false,
+                served_versions: vec!["v1".into()],
+            },
+            resource: resource("", "ConfigMap", "configmaps"),
+        };
+        let ctx = Arc::new(
+            EntryContext::build(
+                "webapp".into(),
+                entry,
+                resource("demo.ork.dev", "WebApp", "webapps"),
+                true,
+                vec![child],
+                "ork".into(),
+                crate::mark::MarkKey::ephemeral(),
+            )
+            .expect("builds"),
+        );
+        let objects = CacheWriter::new();
+        let live = Arc::new(LiveView {
+            scopes: vec![vec![ScopeCaches {
+                scope: None,
+                objects: objects.reader(),
+                holders: None,
+            }]],
+        });
+        let process = Arc::new(Process::new(true, crate::shard_set::ShardSet::single()));
+        let state = EntryState::new(
+            ctx.clone(),
+            process.clone(),
+            CacheWriter::new(),
+            vec![vec![ScopeWriter { objects }]],
+            live.clone(),
+        );
+        Entry {
+            state,
+            observer: Observer::new(ctx),
+            live,
+            process,
+        }
+    }
+
+    fn cr(name: &str, spec: u64) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                "resourceVersion": "1"},
+            "spec": {"n": spec}
+        }))
+        .expect("a CR")
+    }
+
+    /// A ConfigMap ork applied for CR `owner`, holding `value`.
+    fn child(name: &str, owner: &str, value: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                "labels": {MANAGED: "true", OWNER_UID: format!("uid-{owner}")},
+                "annotations": {OWNER: format!("webapp/ns/{owner}")},
+                "ownerReferences": [{"apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+                    "name": owner, "uid": format!("uid-{owner}"), "controller": true}]
+            },
+            "data": {"v": value}
+        }))
+        .expect("a ConfigMap")
+    }
+
+    impl Entry {
+        fn cr(&mut self, event: watcher::Event<DynamicObject>) {
+            if let Some(step) = self.observer.cr(&event) {
+                self.state.handle(Input::Cr(step), Instant::now());
+            }
+        }
+
+        fn child(&mut self, event: watcher::Event<DynamicObject>) {
+            let step = self.observer.child(0, &event);
+            let input = Input::Child {
+                type_index: 0,
+                scope: 0,
+                step,
+            };
+            self.state.handle(input, Instant::now());
+        }
+
+        /// The keys due now, handed out and ended at once with nothing written.
+        fn due(&mut self) -> Vec<(String, Reason)> {
+            let due = self.state.take_due(Instant::now(), false);
+            for (key, _) in &due {
+                self.end(key, OwnWrites::default());
+            }
+            due
+        }
+
+        fn end(&mut self, key: &str, own: OwnWrites) {
+            let done = Done {
+                outcome: Ok(Success::Reconciled {
+                    requeue_after: None,
+                }),
+                own,
+                later: None,
+            };
+            let finished = Finished {
+                key: key.into(),
+                swept: None,
+                done: Some(done),
+            };
+            self.state
+                .handle(Input::Finished(Box::new(finished)), Instant::now());
+        }
+
+        /// CR `a` with child `one`, reconciled: nothing due.
+        fn settled() -> Entry {
+            let mut e = entry();
+            e.cr(watcher::Event::Apply(cr("a", 1)));
+            e.child(watcher::Event::Apply(child("one", "a", "1")));
+            assert_eq!(e.due(), [("ns/a".to_string(), Reason::Create)]);
+            e
+        }
+    }
+
+    fn applied(o: &DynamicObject) -> OwnWrites {
+        OwnWrites {
+            applied: vec![Applied {
+                child: crate::index::ChildRef {
+                    type_index: 0,
+                    namespace: Some("ns".into()),
+                    name: o.metadata.name.clone().unwrap_or_default(),
+                },
+                fingerprint: child_fingerprint(o),
+                uid: o.metadata.uid.clone().unwrap_or_default(),
+            }],
+            deleted: vec![],
+        }
+    }
+
+    #[test]
+    fn the_job_pairs_the_cr_with_the_children_seen_with_it() {
+        let mut e = Entry::settled();
+        e.cr(watcher::Event::Apply(cr("a", 2)));
+        e.child(watcher::Event::Apply(child("one", "a", "2")));
+        let due = e.state.take_due(Instant::now(), false);
+        let work = e.state.work(due[0].0.clone(), due[0].1).expect("work");
+        let job = work.job.expect("a job");
+        assert_eq!(job.cr.data["spec"]["n"], 2);
+        assert_eq!(job.children.len(), 1);
+        assert_eq!(job.children[0].1.data["data"]["v"], "2");
+        assert_eq!(e.state.schedule.in_flight(), 1, "marked in flight with it");
+    }
+
+    #[test]
+    fn a_child_event_between_hand_out_and_start_is_judged_when_the_reconcile_ends() {
+        // ork's own write: the reconcile applies `one` = "2"; its watch event comes before the
+        // reconcile has ended (even before it started, as a sweep's delete can). No call.
+        let mut e = Entry::settled();
+        e.cr(watcher::Event::Apply(cr("a", 2)));
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        let work = e.state.work(key.clone(), reason).expect("work");
+        let written = child("one", "a", "2");
+        e.child(watcher::Event::Apply(written.clone()));
+        drop(work);
+        e.end(&key, applied(&written));
+        assert_eq!(e.due(), [], "ork's own write is not a reason to call again");
+
+        // A foreign edit at the same moment: one call, after this one.
+        let mut e = Entry::settled();
+        e.cr(watcher::Event::Apply(cr("a", 2)));
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        let _work = e.state.work(key.clone(), reason).expect("work");
+        e.child(watcher::Event::Apply(child("one", "a", "by hand")));
+        assert_eq!(
+            e.state.take_due(Instant::now(), false),
+            [],
+            "not while in flight"
+        );
+        e.end(&key, OwnWrites::default());
+        assert_eq!(e.due(), [("ns/a".to_string(), Reason::Child)]);
+        assert_eq!(e.due(), []);
+    }
+
+    #[test]
+    fn a_child_deleted_meanwhile_and_applied_anew_by_the_reconcile_is_not_drift() {
+        let mut e = Entry::settled();
+        e.cr(watcher::Event::Apply(cr("a", 2)));
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        let _work = e.state.work(key.clone(), reason).expect("work");
+        e.child(watcher::Event::Delete(child("one", "a", "1")));
+        // The reconcile created it again: another object (UID) than the one deleted.
+        let mut again = child("one", "a", "1");
+        again.metadata.uid = Some("uid-one-again".into());
+        e.end(&key, applied(&again));
+        assert_eq!(e.due(), []);
+        // Deleted after ork's write instead (the same object): drift, one call.
+        let mut e = Entry::settled();
+        e.cr(watcher::Event::Apply(cr("a", 2)));
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        let _work = e.state.work(key.clone(), reason).expect("work");
+        let written = child("one", "a", "2");
+        e.child(watcher::Event::Delete(written.clone()));
+        e.end(&key, applied(&written));
+        assert_eq!(e.due(), [("ns/a".to_string(), Reason::Child)]);
+    }
+
+    #[test]
+    fn a_foreign_edit_of_the_cr_during_its_reconcile_is_reconciled_after_it_and_a_status_write_is_not()
+     {
+        let mut e = Entry::settled();
+        e.state.schedule.add("ns/a".into(), Reason::Resync);
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        let _work = e.state.work(key.clone(), reason).expect("work");
+        // ork's own status write: the spec is the same.
+        let mut with_status = cr("a", 1);
+        with_status.data["status"] = json!({"ready": true});
+        e.cr(watcher::Event::Apply(with_status));
+        e.end(&key, OwnWrites::default());
+        assert_eq!(e.due(), []);
+        // Someone edits the spec while a reconcile runs: once more, with the edit.
+        e.state.schedule.add("ns/a".into(), Reason::Resync);
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        let _work = e.state.work(key.clone(), reason).expect("work");
+        e.cr(watcher::Event::Apply(cr("a", 3)));
+        e.end(&key, OwnWrites::default());
+        let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+        assert_eq!((key.as_str(), reason), ("ns/a", Reason::Update));
+        let job = e
+            .state
+            .work(key, reason)
+            .and_then(|w| w.job)
+            .expect("a job");
+        assert_eq!(job.cr.data["spec"]["n"], 3);
+    }
+
+    #[test]
+    fn a_shard_gained_queues_each_of_its_objects_once() {
+        let mut e = entry();
+        let process = Arc::new(Process::new(true, crate::shard_set::ShardSet::new(2)));
+        e.state.process = process.clone();
+        for i in 0..20 {
+            e.cr(watcher::Event::Apply(cr(&format!("c{i}"), 1)));
+        }
+        // Nothing held yet: handed out and let go.
+        assert!(e.state.hand_out(Instant::now(), 100).is_empty());
+        process.shards.set(1, true);
+        e.state
+            .handle(Input::ShardGained { total: 2, shard: 1 }, Instant::now());
+        let handed: Vec<String> = e
+            .state
+            .hand_out(Instant::now(), 100)
+            .into_iter()
+            .map(|w| w.key)
+            .collect();
+        let expected: Vec<String> = (0..20)
+            .map(|i| format!("ns/c{i}"))
+            .filter(|k| shard_of(k, 2) == 1)
+            .collect();
+        assert_eq!(handed.len(), expected.len());
+        assert!(handed.iter().all(|k| expected.contains(k)));
+    }
+
+    /// A service whose answer makes ork panic (standing in for any bug in ork).
+    struct Panics;
+
+    impl Transport for Panics {
+        fn call<'a>(
+            &'a self,
+            _cr: &'a Value,
+            _body: Vec<u8>,
+        ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+            Box::pin(async { panic!("boom in a reconcile") })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_a_reconcile_is_a_recorded_failure_that_frees_the_worker() {
+        let mut e = entry();
+        let worker = Worker {
+            ctx: e.state.ctx().clone(),
+            cluster: Arc::new(MemoryCluster::default()),
+            transport: Arc::new(Panics),
+            live: e.live.clone(),
+            process: e.process.clone(),
+        };
+        e.cr(watcher::Event::Apply(cr("a", 1)));
+        let work = e
+            .state
+            .hand_out(Instant::now(), 4)
+            .pop()
+            .expect("handed out");
+        let finished = worker.run(work).await;
+        let outcome = e
+            .state
+            .handle(Input::Finished(Box::new(finished)), Instant::now());
+        let message = outcome.expect("ran").expect_err("a failure").to_string();
+        assert!(message.contains("boom in a reconcile"), "{message}");
+        assert_eq!(
+            e.state.load().borrow().in_flight.len(),
+            0,
+            "the worker is free"
+        );
+        assert_eq!(e.state.schedule.attempt("ns/a"), 2, "retried with backoff");
+        let retry = e.state.next_deadline().expect("the key stays schedulable");
+        assert!(retry > Instant::now() + Duration::from_millis(100));
+        assert_eq!(e.state.health().borrow().consecutive_fails, 1);
     }
 }

@@ -122,7 +122,9 @@ impl SimEntry {
     ) -> Option<Result<Success, ReconcileError>> {
         let work = self.state.work(key, reason)?;
         let finished = self.worker.run(work).await;
-        let outcome = self.state.handle(Input::Finished(finished), Instant::now());
+        let outcome = self
+            .state
+            .handle(Input::Finished(Box::new(finished)), Instant::now());
         self.worker.flush_lane(&self.state.lane()).await;
         outcome
     }
