@@ -20,10 +20,62 @@ pub fn already_applied(desired: &Value, live: &Value) -> bool {
     }
 }
 
+/// The fields of `desired` that `live` does not hold as [`already_applied`] judges them, as
+/// paths (`spec.replicas`, `spec.ports[0].port`, `data`): the deepest map key where they
+/// differ, or the list whose length differs.
+pub fn differences(desired: &Value, live: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect(desired, live, String::new(), &mut out);
+    out
+}
+
+fn collect(desired: &Value, live: &Value, path: String, out: &mut Vec<String>) {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => {
+            for (k, v) in d {
+                let at = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match l.get(k) {
+                    Some(lv) => collect(v, lv, at, out),
+                    None => out.push(at),
+                }
+            }
+        }
+        (Value::Array(d), Value::Array(l)) if d.len() == l.len() => {
+            for (i, (a, b)) in d.iter().zip(l).enumerate() {
+                collect(a, b, format!("{path}[{i}]"), out);
+            }
+        }
+        (d, l) if already_applied(d, l) => {}
+        _ => out.push(path),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn differences_name_the_deepest_field_that_differs() {
+        let desired = json!({"metadata": {"labels": {"a": "1", "b": "2"}},
+            "spec": {"replicas": 2, "ports": [{"port": 80}, {"port": 81}], "x": [1]}});
+        let live = json!({"metadata": {"labels": {"a": "1"}, "uid": "u"},
+            "spec": {"replicas": 1, "ports": [{"port": 80}, {"port": 82}], "x": [1, 2]}});
+        assert_eq!(
+            differences(&desired, &live),
+            [
+                "metadata.labels.b",
+                "spec.ports[1].port",
+                "spec.replicas",
+                "spec.x"
+            ]
+        );
+        assert!(differences(&desired, &desired).is_empty());
+    }
 
     #[test]
     fn server_defaults_do_not_count_as_drift() {

@@ -5,7 +5,6 @@
 //! it answers `finalized: true`, deletes every child it tracks for the CR, then removes the
 //! finalizer.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use kube::ResourceExt;
@@ -128,7 +127,7 @@ async fn release(
             _ => {}
         }
     }
-    children::prune(ctx, ports, job, &HashSet::new(), own).await?;
+    children::delete_all(ctx, ports, job, own).await?;
     let remaining: Vec<String> = job
         .cr
         .finalizers()

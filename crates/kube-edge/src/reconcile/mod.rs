@@ -8,6 +8,7 @@ mod call;
 mod children;
 mod finalize;
 mod job;
+mod plan;
 mod record;
 mod request;
 mod sweep;
@@ -28,6 +29,7 @@ use crate::ports::Owner;
 use call::ask;
 pub(crate) use call::probe;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
+use plan::Plan;
 pub(crate) use record::record_failure;
 pub(crate) use sweep::{Swept, sweep};
 
@@ -65,9 +67,10 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             later: None,
         };
     }
+    let mut plan = Plan::default();
     let result = match undecodable {
         Some(e) => Err(e),
-        None => call_and_apply(ctx, ports, job, &owner, &mut own).await,
+        None => call_and_apply(ctx, ports, job, &owner, &mut own, &mut plan).await,
     };
     let elapsed = started.elapsed();
     let changed_children = !own.applied.is_empty() || !own.deleted.is_empty();
@@ -97,8 +100,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         // A reconcile that changed nothing (every resync at rest) is not news at `info`.
         Ok(_) if changed_children => tracing::info!(
             ms = elapsed.as_millis() as u64,
-            applied = own.applied.len(),
-            deleted = own.deleted.len(),
+            changes = %plan,
             "reconciled"
         ),
         Ok(_) => tracing::debug!(ms = elapsed.as_millis() as u64, "reconciled, no change"),
@@ -131,11 +133,12 @@ async fn call_and_apply(
     job: &Job,
     owner: &Owner,
     own: &mut OwnWrites,
+    plan: &mut Plan,
 ) -> Result<Decision, ReconcileError> {
     finalize::ensure_finalizer(ctx, ports, &job.cr).await?;
     let decision = ask(ctx, ports, job, owner, false).await?;
     if !matches!(decision.outcome, Outcome::Error { .. }) {
-        children::apply(ctx, ports, job, owner, &decision, own).await?;
+        *plan = children::apply(ctx, ports, job, owner, &decision, own).await?;
     }
     Ok(decision)
 }
