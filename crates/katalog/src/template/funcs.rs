@@ -7,10 +7,14 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{Map, Number, Value};
 
+use super::args::{
+    arity, at_least, bool_arg, empty, int_arg, object_field, section, string, truthy, type_of,
+};
+use super::context::Facts;
+use super::error::{TemplateError, err};
 use super::pick;
 use super::print::{self, text};
 use super::value::{Meter, NODE_BYTES, Val, same};
-use super::{Facts, TemplateError};
 
 /// Longest string a function may build (`repeat`, `printf` widths…): templates render into
 /// names, URLs and labels, never megabytes.
@@ -200,94 +204,12 @@ pub fn unsupported_reason(name: &str) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
-fn err(msg: impl Into<String>) -> TemplateError {
-    TemplateError(msg.into())
-}
-
-/// Go's truth: false, 0, nil and empty strings, lists and maps are false.
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
-
-/// Orkestra's `empty`: nil, "", 0, false, empty list or map (or a stray `<no value>`).
-pub(super) fn empty(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s.is_empty() || s == "<no value>",
-        other => !truthy(other),
-    }
-}
-
-pub(super) fn arity<T>(name: &str, args: &[T], n: usize) -> Result<(), TemplateError> {
-    if args.len() == n {
-        Ok(())
-    } else {
-        Err(err(format!(
-            "{name} takes {n} argument{}, got {}",
-            if n == 1 { "" } else { "s" },
-            args.len()
-        )))
-    }
-}
-
-pub(super) fn at_least<T>(name: &str, args: &[T], n: usize) -> Result<(), TemplateError> {
-    if args.len() >= n {
-        Ok(())
-    } else {
-        Err(err(format!(
-            "{name} takes at least {n} argument{}, got {}",
-            if n == 1 { "" } else { "s" },
-            args.len()
-        )))
-    }
-}
-
-/// `v` as text (`%v`); converting anything but a string costs the text it makes (the string
-/// a call is given is charged by the call).
-pub(super) fn string(m: &Meter, v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => print::text_in(other, m),
-    }
-}
-
 fn to_f64(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
-    }
-}
-
-pub(super) fn int_arg(name: &str, v: &Value) -> Result<i64, TemplateError> {
-    match v {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
-            .ok_or_else(|| err(format!("{name}: {n} is not an integer"))),
-        Value::String(s) => s
-            .trim()
-            .parse()
-            .map_err(|_| err(format!("{name}: \"{s}\" is not an integer"))),
-        Value::Null => Ok(0),
-        other => Err(err(format!("{name}: {} is not an integer", text(other)))),
-    }
-}
-
-pub(super) fn bool_arg(name: &str, v: &Value) -> Result<bool, TemplateError> {
-    match v {
-        Value::Bool(b) => Ok(*b),
-        Value::Null => Ok(false),
-        Value::String(s) if s == "true" => Ok(true),
-        Value::String(s) if s == "false" => Ok(false),
-        other => Err(err(format!("{name}: {} is not a boolean", text(other)))),
     }
 }
 
@@ -342,16 +264,6 @@ pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     }
 }
 
-pub(super) fn object_field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
-    obj.as_object().and_then(|m| m.get(key))
-}
-
-/// `obj.key` when it is a map: Orkestra's `meta`, `spec` and `status` see an absent or
-/// mistyped one as an empty map.
-pub(super) fn section<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
-    object_field(obj, key).filter(|v| v.is_object())
-}
-
 /// `obj.section.key`, through [`section`].
 fn field_in<'a>(obj: &'a Value, section_key: &str, key: &str) -> Option<&'a Value> {
     section(obj, section_key).and_then(|s| object_field(s, key))
@@ -383,30 +295,6 @@ fn condition_field(obj: &Value, kind: &str, field: &str) -> Option<Value> {
         .iter()
         .find(|c| object_field(c, "type").and_then(Value::as_str) == Some(kind))
         .map(|c| object_field(c, field).cloned().unwrap_or(Value::Null))
-}
-
-fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "bool",
-        Value::Object(_) => "map",
-        Value::Array(_) => "slice",
-    }
-}
-
-/// Orkestra's `typeOf` names: string, number, bool, map, slice, null.
-pub fn type_name(v: &Value) -> &'static str {
-    type_of(v)
-}
-
-/// `s` read as JSON, else as YAML (which reads many times slower per byte, and is charged so).
-pub(super) fn parse_structured(m: &Meter, s: &str) -> Option<Value> {
-    serde_json::from_str(s).ok().or_else(|| {
-        m.charge(32 * s.len() as u64);
-        serde_saphyr::from_str::<Value>(s).ok()
-    })
 }
 
 /// Calls built-in `name`; `Ok(None)` when no such built-in exists. What it makes is charged to

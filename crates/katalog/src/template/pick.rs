@@ -4,16 +4,12 @@
 
 use serde_json::{Map, Value};
 
-use super::TemplateError;
-use super::funcs::{
+use super::args::{
     arity, at_least, bool_arg, empty, int_arg, object_field, parse_structured, section, string,
     truthy, type_name,
 };
+use super::error::{TemplateError, err};
 use super::value::{Meter, Val};
-
-fn err(msg: impl Into<String>) -> TemplateError {
-    TemplateError(msg.into())
-}
 
 /// Calls `name` when it is one of these functions; `Ok(None)` when it is not.
 pub(super) fn call<'c>(
