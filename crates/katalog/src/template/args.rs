@@ -3,9 +3,20 @@
 
 use serde_json::Value;
 
+use super::context::Facts;
 use super::error::{TemplateError, err};
 use super::print::{self, text};
 use super::value::Meter;
+
+/// What a function that makes a value is given: its name (several names share one function),
+/// its arguments, the process facts and the render's meter.
+#[derive(Clone, Copy)]
+pub(super) struct Call<'a> {
+    pub name: &'a str,
+    pub args: &'a [&'a Value],
+    pub facts: &'a Facts,
+    pub meter: &'a Meter,
+}
 
 /// Go's truth: false, 0, nil and empty strings, lists and maps are false.
 pub fn truthy(v: &Value) -> bool {
@@ -117,4 +128,24 @@ pub(super) fn parse_structured(m: &Meter, s: &str) -> Option<Value> {
         m.charge(32 * s.len() as u64);
         serde_saphyr::from_str::<Value>(s).ok()
     })
+}
+
+/// Longest string a function may build (`repeat`, `printf` widths…): templates render into
+/// names, URLs and labels, never megabytes.
+pub const MAX_STRING: usize = 1 << 20;
+
+pub(super) fn to_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+pub(super) fn limit(s: String) -> Result<Value, TemplateError> {
+    if s.len() > MAX_STRING {
+        return Err(err(format!("the result is longer than {MAX_STRING} bytes")));
+    }
+    Ok(Value::String(s))
 }

@@ -332,7 +332,7 @@ impl<'c> Eval<'c> {
     ) -> Result<Val<'c>, TemplateError> {
         self.step()?;
         match &cmd.args[0] {
-            Arg::Func(name) if funcs::LAZY.contains(&name.as_str()) => {
+            Arg::Func(name) if funcs::is_lazy(name) => {
                 let rest = &cmd.args[1..];
                 let count = rest.len() + usize::from(piped.is_some());
                 if count == 0 {
@@ -377,7 +377,7 @@ impl<'c> Eval<'c> {
         match arg {
             Arg::Literal(v) => Ok(Val::Ref(v)),
             Arg::Func(name) => {
-                if funcs::LAZY.contains(&name.as_str()) {
+                if funcs::is_lazy(name) {
                     return Err(err(format!("{name} needs arguments")));
                 }
                 self.call(name, Vec::new())
