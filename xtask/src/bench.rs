@@ -9,7 +9,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{Result, cargo, cluster, run, target_dir, workspace_root};
+use crate::cluster;
+use crate::tools::{Result, cargo, run, target_dir, workspace_root};
 
 pub fn bench(args: &[&str]) -> Result<()> {
     let given = std::env::var_os("KUBECONFIG")

@@ -10,7 +10,8 @@ use std::fs;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{Result, cargo, cluster, run, target_dir, workspace_root};
+use crate::cluster;
+use crate::tools::{Result, cargo, run, target_dir, workspace_root};
 
 pub fn chaos(args: &[&str]) -> Result<()> {
     let mut crs = "2000".to_string();

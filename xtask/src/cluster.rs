@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use crate::{Result, run, workspace_root};
+use crate::tools::{Result, run, workspace_root};
 
 /// The newest Kubernetes release that builds with the machine's Go (1.26): the default target.
 pub const NEWEST: &str = "1.37.2";

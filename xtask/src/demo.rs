@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use crate::{Result, cargo, cluster, run, target_dir, workspace_root};
+use crate::cluster;
+use crate::tools::{Result, cargo, run, target_dir, workspace_root};
 
 /// Kills the child when dropped, so a failing demo leaves nothing running.
 struct Running(&'static str, Child);

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use crate::{Result, cargo, run, target_dir, workspace_root};
+use crate::tools::{Result, cargo, run, target_dir, workspace_root};
 
 pub fn fuzz(args: &[&str]) -> Result<()> {
     run(Command::new(cargo()).current_dir(workspace_root()).args([

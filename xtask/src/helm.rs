@@ -6,7 +6,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{Result, run};
+use crate::tools::{Result, on_path, run};
 
 /// The Helm release the chart is tested with.
 pub const VERSION: &str = "3.22.0";
@@ -43,7 +43,7 @@ pub fn ensure() -> Result<()> {
         "//go:build tools\n\n// Package tools names what this module builds.\npackage tools\n\nimport _ \"helm.sh/helm/v3/cmd/helm\"\n",
     )?;
     // Go as the machine installs it, when it is not on PATH.
-    let go_bin = if crate::on_path("go") {
+    let go_bin = if on_path("go") {
         PathBuf::from("go")
     } else {
         PathBuf::from("/usr/local/go/bin/go")

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::args::{CheckArgs, DEFAULT_KATALOG, RunArgs, SimulateArgs};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ork",
@@ -56,9 +58,6 @@ enum Command {
     },
 }
 
-/// The Katalog every command reads when `-k` is not given.
-const DEFAULT_KATALOG: &str = "./katalog.yaml";
-
 impl Command {
     /// The Katalog file the command reads, if it reads one.
     fn katalog(&self) -> Option<&Path> {
@@ -73,14 +72,6 @@ impl Command {
             Command::Schema { .. } | Command::Retry { .. } => None,
         }
     }
-}
-
-/// The folder a Katalog file is in (`.` for a bare file name): relative exec commands start there.
-pub fn folder_of(katalog: &std::path::Path) -> PathBuf {
-    katalog
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf)
 }
 
 pub fn main() -> ExitCode {
@@ -137,70 +128,6 @@ pub fn main() -> ExitCode {
             crate::generate::values(&i.katalog, &i.target.names(), &i.image, i.scale())
         }
     }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
-    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
-    pub katalog: PathBuf,
-    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use.
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Log as JSON lines instead of text.
-    #[arg(long)]
-    pub log_json: bool,
-    /// The least important of ork's log lines shown: error, warn, info, debug or trace
-    /// (libraries stay quiet; `RUST_LOG` overrides both).
-    #[arg(long, env = "ORK_LOG_LEVEL", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
-    pub log_level: String,
-    /// Address of /healthz, /readyz, /metrics and /katalog (`none` to serve nothing).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub http_addr: String,
-    /// Serve /katalog without a token to callers on loopback (local development). Otherwise a
-    /// caller needs a bearer token of a user the API server allows to list the entry's CRs;
-    /// note that `kubectl port-forward` traffic arrives on the pod's loopback.
-    #[arg(long, env = "ORK_UNAUTHENTICATED_LOOPBACK")]
-    pub unauthenticated_loopback: bool,
-    /// Reconcile only while holding the Lease `orkestra-konductor` in ork's namespace.
-    #[arg(long)]
-    pub leader_elect: bool,
-    /// How long a leader's lease stays valid without renewal.
-    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
-    pub lease_duration: std::time::Duration,
-    /// On SIGTERM, how long in-flight reconciles may take to finish.
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
-    pub shutdown_grace: std::time::Duration,
-    /// Do not apply the entries' `setup` and `crFiles` (development helpers); `crdFile` is
-    /// still installed.
-    #[arg(long)]
-    pub no_dev_files: bool,
-    /// Spread objects over this many shards, one Lease each; any number of replicas split them
-    /// evenly and take over a lost replica's shards (SPEC §12). 1 = no sharding.
-    #[arg(long, default_value_t = 1, conflicts_with = "leader_elect",
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub shards: u32,
-    /// Threads that run reconciles and watches. 1 (the default) runs all on one thread, which
-    /// costs the least CPU per reconcile (under load it also gathers answers into fewer
-    /// wake-ups); more help only when ork itself, not the API server or the services, is the
-    /// limit (very large templates, many entries).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub threads: u16,
-    /// With one thread, while 4 or more reconciles are in flight: how long it naps before it
-    /// sleeps, so that one wake-up handles the answers that came meanwhile. Less CPU per
-    /// reconcile where the machine is busy, up to this much more latency per answer; 0 turns it
-    /// off (a machine with CPU to spare, where the workers set the pace). While only the
-    /// annotations and events of the lower-priority lane are in flight, it naps 4 times as long.
-    #[arg(long, default_value = "2ms", value_parser = humantime::parse_duration)]
-    pub wake_nap: std::time::Duration,
-    /// Speak HTTP/1.1 only with the API server (one connection per request in flight), for a
-    /// proxy or load balancer in between that mishandles HTTP/2. By default every request and
-    /// watch shares one HTTP/2 connection where the API server offers it, as client-go does.
-    #[arg(long, env = "ORK_API_HTTP1")]
-    pub api_http1: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -268,45 +195,4 @@ impl Target {
             name: self.name.clone(),
         }
     }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct SimulateArgs {
-    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
-    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
-    pub katalog: PathBuf,
-    /// A file of CRs to reconcile (several documents allowed); repeatable.
-    #[arg(long = "cr", required = true)]
-    pub crs: Vec<PathBuf>,
-    /// A CRD file, for the scope and kind of custom managed types; repeatable.
-    #[arg(long = "crd")]
-    pub crds: Vec<PathBuf>,
-    /// Stop after this many cycles if no steady state is reached.
-    #[arg(long, default_value_t = 10)]
-    pub cycles: usize,
-    /// Output format.
-    #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
-    pub output: String,
-    /// Save each request and answer in this folder.
-    #[arg(long, conflicts_with = "replay")]
-    pub record: Option<PathBuf>,
-    /// Answer from a folder saved with --record instead of calling the service.
-    #[arg(long)]
-    pub replay: Option<PathBuf>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct CheckArgs {
-    /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
-    #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
-    pub katalog: PathBuf,
-    /// The entry whose service is checked.
-    #[arg(long)]
-    pub entry: String,
-    /// A file of CRs to send (several documents allowed); repeatable.
-    #[arg(long = "cr", required = true)]
-    pub crs: Vec<PathBuf>,
-    /// A CRD file, for the scope and kind of custom managed types; repeatable.
-    #[arg(long = "crd")]
-    pub crds: Vec<PathBuf>,
 }

@@ -1,5 +1,6 @@
 //! `ork`: the remote reconciler runtime. See `cli.rs` for the commands.
 
+mod args;
 mod cli;
 mod generate;
 mod http;

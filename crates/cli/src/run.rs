@@ -16,7 +16,7 @@ use ork_kube::permissions;
 use ork_kube::shards::{ShardManager, ShardSet};
 use ork_kube::{RunOptions, Runtime};
 
-use crate::cli::RunArgs;
+use crate::args::RunArgs;
 
 pub fn run(args: RunArgs) -> ExitCode {
     init_logging(args.log_json, &args.log_level);
@@ -78,7 +78,7 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     let options = RunOptions {
         ork_namespace,
         guard_own_namespace: chosen,
-        katalog_dir: crate::cli::folder_of(&args.katalog),
+        katalog_dir: crate::args::folder_of(&args.katalog),
         dev_files: !args.no_dev_files,
     };
     // Which API server, over which HTTP; a cluster that keeps `/version` from ork is no reason

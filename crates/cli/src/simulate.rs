@@ -11,7 +11,7 @@ use ork_katalog::load_file;
 use ork_kube::simulate::{Change, Report, SimulateOptions, simulate};
 use serde_json::Value;
 
-use crate::cli::{CheckArgs, SimulateArgs};
+use crate::args::{CheckArgs, SimulateArgs};
 
 pub fn run(args: SimulateArgs) -> ExitCode {
     let katalog = match load_file(&args.katalog) {
@@ -133,7 +133,7 @@ fn inputs(
 ) -> Result<(Vec<Value>, SimulateOptions)> {
     let options = SimulateOptions {
         cycles: 1,
-        katalog_dir: crate::cli::folder_of(katalog),
+        katalog_dir: crate::args::folder_of(katalog),
         crds: read_documents(crds)?,
         record: None,
         replay: None,

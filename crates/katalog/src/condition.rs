@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::Sentinel;
+use crate::sentinel::Sentinel;
 use crate::template::{RenderContext, SharedNotes, Template, is_template, print_value, type_name};
 
 /// A condition as written in the Katalog. [`Condition::compile`] turns it into a [`Check`].

@@ -56,7 +56,7 @@ pub fn read(path: &Path, kind: Option<&str>, max_bytes: u64) -> Result<CrdInfo, 
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut docs: Vec<Value> = Vec::new();
-    for doc in crate::load::split_documents(&text)
+    for doc in crate::lines::split_documents(&text)
         .into_iter()
         .map(|(d, _)| d)
         .filter(|d| !d.trim().is_empty())

@@ -1,4 +1,5 @@
-//! Maps field paths (`spec.crds.a.operatorBox.reconcile.remote.timeout`) to YAML line numbers.
+//! Maps field paths (`spec.crds.a.operatorBox.reconcile.remote.timeout`) to YAML line numbers,
+//! and splits a file into its YAML documents with the line each starts on.
 //!
 //! The YAML parser gives a tree without positions, so this reads the block structure of the
 //! text once: keys, `- ` items and indentation. Flow collections (`{a: b}`) and anything it
@@ -136,6 +137,24 @@ fn strip_comment(v: &str) -> &str {
         Some(i) if !v.trim_start().starts_with(['"', '\'']) => &v[..i],
         _ => v,
     }
+}
+
+/// Splits on `---` lines; yields each document with the file line it starts on.
+pub(crate) fn split_documents(text: &str) -> Vec<(&str, usize)> {
+    let mut docs = Vec::new();
+    let mut start = 0;
+    let mut start_line = 1;
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if line.trim_end() == "---" || line.starts_with("--- ") {
+            docs.push((&text[start..offset], start_line));
+            start = offset + line.len();
+            start_line = i + 2;
+        }
+        offset += line.len();
+    }
+    docs.push((&text[start..], start_line));
+    docs
 }
 
 #[cfg(test)]

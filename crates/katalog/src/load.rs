@@ -8,7 +8,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::Segment;
 
-use crate::lines::LineIndex;
+use crate::limits::{MAX_FILE_BYTES, MAX_NESTING};
+use crate::lines::{LineIndex, split_documents};
 use crate::model::{CrdEntry, Katalog, KatalogSpec, NotesBlock};
 use crate::problem::{Problem, Problems};
 use crate::resolve::resolve;
@@ -186,11 +187,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "not supported; ork removes its own finalizer after finalize succeeds",
     ),
 ];
-
-/// Largest Katalog (and CRD) file ork reads: refused before parsing.
-pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
-/// Deepest nesting (maps, lists, flow collections) a Katalog may have: refused before parsing.
-pub const MAX_NESTING: usize = 40;
 
 /// Reads and validates a Katalog file (one or several YAML documents). Relative paths in it
 /// (`crdFile`, `crFiles`, `setup`) are taken from the file's folder.
@@ -465,24 +461,6 @@ fn strip_comment_tail(s: &str) -> &str {
         Some(i) => s[..i].trim_end(),
         None => s.trim_end(),
     }
-}
-
-/// Splits on `---` lines; yields each document with the file line it starts on.
-pub(crate) fn split_documents(text: &str) -> Vec<(&str, usize)> {
-    let mut docs = Vec::new();
-    let mut start = 0;
-    let mut start_line = 1;
-    let mut offset = 0;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        if line.trim_end() == "---" || line.starts_with("--- ") {
-            docs.push((&text[start..offset], start_line));
-            start = offset + line.len();
-            start_line = i + 2;
-        }
-        offset += line.len();
-    }
-    docs.push((&text[start..], start_line));
-    docs
 }
 
 /// Deserialises into [`Katalog`], reporting every unknown field and unknown enum value (each is

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::condition::Condition;
 use crate::crd;
-use crate::load::MAX_FILE_BYTES;
+use crate::limits::MAX_FILE_BYTES;
 use crate::model::{CrdEntry, Katalog};
 use crate::template::{Notes, SharedNotes};
 use crate::validate::Finding;

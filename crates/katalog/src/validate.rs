@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::condition::{Check, Condition, Subject};
-use crate::model::{CrdEntry, Gate, Katalog, Remote, Sentinel};
+use crate::model::{CrdEntry, Gate, Katalog, Remote};
+use crate::sentinel::Sentinel;
 use crate::template::{BUILTIN_FUNCTIONS, Template, is_template, unsupported_reason};
 
 pub const API_VERSION: &str = "orkestra.orkspace.io/v1";

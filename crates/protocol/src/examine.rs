@@ -39,6 +39,25 @@ pub(crate) struct Examination {
     pub warnings: Vec<String>,
 }
 
+/// Decodes and checks a response body against `policy`.
+///
+/// Every check runs, as in [`crate::lint`]; the first problem found is returned.
+///
+/// # Errors
+/// The first reason the answer cannot be used whole: not JSON of the right shape (repeated
+/// keys included), an unknown `result`, `requeue` without `requeueAfter`, a `requeueAfter`
+/// outside [1s, 1 year], a cap of [`crate::Limits`] exceeded, a bad condition or event, or any
+/// resource that is undeclared, of a version the API server does not serve, malformed, in a
+/// forbidden namespace, a duplicate or the CR itself.
+pub fn decide(body: &[u8], policy: &Policy) -> Result<Decision, ResponseError> {
+    examine(body, policy).result.map_err(|errors| {
+        errors
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| ResponseError::Invalid("the answer was refused".into()))
+    })
+}
+
 #[derive(Default)]
 struct Findings {
     errors: Vec<ResponseError>,

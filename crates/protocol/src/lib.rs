@@ -22,13 +22,13 @@ mod schema;
 pub mod text;
 
 pub use duration::{DurationError, GoDuration, parse_go_duration};
+pub use examine::decide;
 pub use intent::{Container, INTENT_TYPES, Intent, IntentError, IntentSpec};
 pub use lint::{Lint, lint};
 pub use policy::{Limits, ManagedType, OwnerRef, Policy};
 pub use request::{Gvk, HealthSummary, Prepared, Request, Trigger, ValidationReport};
 pub use response::{
     Decision, DesiredChild, Outcome, Response, ResponseError, ServiceCondition, ServiceEvent,
-    decide,
 };
 pub use text::clean_text;
 

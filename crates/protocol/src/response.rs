@@ -1,13 +1,12 @@
-//! The service's answer (SPEC §2.2) and what [`decide`] makes of it: all or nothing.
+//! The service's answer (SPEC §2.2) and what [`crate::decide`] makes of it: all or nothing.
 
 use std::time::Duration;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use crate::examine::examine;
-use crate::policy::{ManagedType, OwnerRef, Policy};
+use crate::policy::{Limits, ManagedType, OwnerRef};
 use crate::schema;
 
 /// Why a response was rejected; nothing was written.
@@ -107,7 +106,7 @@ pub struct Decision {
     pub warnings: Vec<String>,
 }
 
-/// The service's answer as sent (SPEC §2.2), before [`decide`] checks it.
+/// The service's answer as sent (SPEC §2.2), before [`crate::decide`] checks it.
 #[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Response {
@@ -136,15 +135,35 @@ pub struct Response {
     pub resources: Option<Vec<Value>>,
     /// Merged into `.status.conditions` by type (`Ready` is ork's own).
     #[serde(default)]
-    #[schemars(schema_with = "schema::conditions")]
+    #[schemars(schema_with = "conditions_schema")]
     pub conditions: Option<Vec<ServiceCondition>>,
     /// Recorded as Kubernetes events on the CR.
     #[serde(default)]
-    #[schemars(schema_with = "schema::events")]
+    #[schemars(schema_with = "events_schema")]
     pub events: Option<Vec<ServiceEvent>>,
     /// For finalize calls: `true` lets the CR go.
     #[serde(default)]
     pub finalized: Option<bool>,
+}
+
+/// `conditions`: at most [`Limits::conditions`] of them.
+fn conditions_schema(generator: &mut SchemaGenerator) -> Schema {
+    let item = generator.subschema_for::<ServiceCondition>().to_value();
+    schema::schema(json!({
+        "type": ["array", "null"],
+        "maxItems": Limits::default().conditions,
+        "items": item
+    }))
+}
+
+/// `events`: at most [`Limits::events`] of them.
+fn events_schema(generator: &mut SchemaGenerator) -> Schema {
+    let item = generator.subschema_for::<ServiceEvent>().to_value();
+    schema::schema(json!({
+        "type": ["array", "null"],
+        "maxItems": Limits::default().events,
+        "items": item
+    }))
 }
 
 /// The top-level fields of [`Response`], as sent.
@@ -158,22 +177,3 @@ pub(crate) const FIELDS: [&str; 8] = [
     "events",
     "finalized",
 ];
-
-/// Decodes and checks a response body against `policy`.
-///
-/// Every check runs, as in [`crate::lint`]; the first problem found is returned.
-///
-/// # Errors
-/// The first reason the answer cannot be used whole: not JSON of the right shape (repeated
-/// keys included), an unknown `result`, `requeue` without `requeueAfter`, a `requeueAfter`
-/// outside [1s, 1 year], a cap of [`crate::Limits`] exceeded, a bad condition or event, or any
-/// resource that is undeclared, of a version the API server does not serve, malformed, in a
-/// forbidden namespace, a duplicate or the CR itself.
-pub fn decide(body: &[u8], policy: &Policy) -> Result<Decision, ResponseError> {
-    examine(body, policy).result.map_err(|errors| {
-        errors
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| ResponseError::Invalid("the answer was refused".into()))
-    })
-}

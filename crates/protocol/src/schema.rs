@@ -1,12 +1,12 @@
 //! JSON Schema pieces for [`crate::Response`] that serde's types cannot express: accepted
-//! values, patterns and caps, taken from the same constants and tables `decide` uses.
+//! values, patterns and caps, taken from the same constants and tables `decide` uses. (The
+//! schemas of the condition and event lists sit beside their types in `response`.)
 
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use crate::intent::{TYPES, intent_schema};
 use crate::policy::Limits;
-use crate::response::{ServiceCondition, ServiceEvent};
 
 /// Go's duration grammar (`time.ParseDuration`), or empty.
 pub(crate) const DURATION_PATTERN: &str =
@@ -15,7 +15,7 @@ pub(crate) const DURATION_PATTERN: &str =
 const API_VERSION_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$";
 const NAME_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
-fn schema(value: Value) -> Schema {
+pub(crate) fn schema(value: Value) -> Schema {
     match value {
         Value::Object(map) => Schema::from(map),
         _ => Schema::default(),
@@ -28,24 +28,6 @@ pub(crate) fn result(_: &mut SchemaGenerator) -> Schema {
 
 pub(crate) fn requeue_after(_: &mut SchemaGenerator) -> Schema {
     schema(json!({"type": ["string", "null"], "pattern": DURATION_PATTERN}))
-}
-
-pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let item = generator.subschema_for::<ServiceCondition>().to_value();
-    schema(json!({
-        "type": ["array", "null"],
-        "maxItems": Limits::default().conditions,
-        "items": item
-    }))
-}
-
-pub(crate) fn events(generator: &mut SchemaGenerator) -> Schema {
-    let item = generator.subschema_for::<ServiceEvent>().to_value();
-    schema(json!({
-        "type": ["array", "null"],
-        "maxItems": Limits::default().events,
-        "items": item
-    }))
 }
 
 pub(crate) fn condition_type(_: &mut SchemaGenerator) -> Schema {

@@ -19,9 +19,9 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use crate::error::{CallError, SNIPPET_CHARS};
 use crate::http::random_hex;
 use crate::text::{Keep, Redactor};
-use crate::{CallError, SNIPPET_CHARS};
 use descendants::{MARKER_VAR, ProcessTree};
 
 /// How much of stderr is kept for error messages (the end, where the reason usually is).

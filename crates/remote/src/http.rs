@@ -6,8 +6,10 @@ use std::time::Duration;
 use rand::Rng;
 use reqwest::header::CONTENT_TYPE;
 
+use crate::credential::Credential;
+use crate::endpoint::Endpoint;
+use crate::error::{CallError, SNIPPET_CHARS};
 use crate::text::Keep;
-use crate::{CallError, Credential, Endpoint, SNIPPET_CHARS};
 
 /// How much of a non-200 body is read for the error snippet.
 const ERROR_BODY_BYTES: u64 = 8 * 1024;

@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::parse::uses_variable;
-use super::{Template, TemplateError};
-use crate::model::Sentinel;
+use super::compiled::Notes;
+use crate::sentinel::Sentinel;
 
 /// Runtime facts about the ork process, constant for its lifetime, visible to every template
 /// as `.ork.inCluster` (alias `.ork.inPod`), `.ork.namespace` and `.ork.version`.
@@ -72,71 +71,6 @@ impl Facts {
     }
 }
 
-/// One user note (`notes.functions[]`) compiled: a template evaluated against the same data
-/// as the template that calls it.
-#[derive(Clone, Debug)]
-pub(crate) struct Note {
-    pub template: Template,
-    /// Whether it reads `$args` (the list of its arguments, made only for notes that do).
-    pub uses_args: bool,
-}
-
-/// The Katalog's note functions, callable by name (without arguments) in every template.
-#[derive(Clone, Debug, Default)]
-pub struct Notes {
-    notes: BTreeMap<String, Note>,
-}
-
-impl Notes {
-    /// Compiles `(name, expression)` pairs. The expressions may call each other and the
-    /// built-in functions; calls are resolved when a template renders.
-    ///
-    /// # Errors
-    /// The index and error of every expression that does not parse.
-    pub fn compile<'a>(
-        defs: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<Notes, Vec<(usize, TemplateError)>> {
-        let mut notes = BTreeMap::new();
-        let mut errors = Vec::new();
-        for (i, (name, expression)) in defs.into_iter().enumerate() {
-            match Template::parse(expression) {
-                Ok(template) => {
-                    let uses_args = uses_variable(template.nodes(), "$args");
-                    notes.insert(
-                        name.to_string(),
-                        Note {
-                            template,
-                            uses_args,
-                        },
-                    );
-                }
-                Err(e) => errors.push((i, e)),
-            }
-        }
-        if errors.is_empty() {
-            Ok(Notes { notes })
-        } else {
-            Err(errors)
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.notes.is_empty()
-    }
-
-    pub fn contains(&self, name: &str) -> bool {
-        self.notes.contains_key(name)
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.notes.keys().map(String::as_str)
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<&Note> {
-        self.notes.get(name)
-    }
-}
-
 /// Everything one rendering sees. The object's fields stay at the top level (`.metadata.name`,
 /// `.spec.x`); `.ork` is always the runtime facts.
 #[derive(Clone, Copy, Debug)]
@@ -175,6 +109,3 @@ impl<'a> RenderContext<'a> {
         self
     }
 }
-
-/// Shared ownership of a Katalog's notes, bound into the templates loaded with it.
-pub(crate) type SharedNotes = Arc<Notes>;

@@ -7,13 +7,16 @@ use std::cell::OnceCell;
 
 use serde_json::Value;
 
-use super::context::{Notes, RenderContext};
-use super::funcs::{self, truthy};
+use super::args::{truthy, type_name};
+use super::compiled::Note;
+use super::compiled::Notes;
+use super::context::RenderContext;
+use super::error::{TemplateError, err};
+use super::funcs;
 use super::parse::{Arg, Cmd, Node, Pipe};
 use super::print::{text, text_in};
 use super::value::{Meter, Val};
-use super::{TemplateError, trim_result};
-use crate::model::Sentinel;
+use crate::sentinel::Sentinel;
 
 /// Evaluation steps (commands, nodes, range iterations; and every [`super::value::BYTES_PER_STEP`]
 /// bytes of work) one render may take.
@@ -22,10 +25,6 @@ const MAX_STEPS: u64 = 1_000_000;
 const MAX_OUTPUT: usize = 1 << 20;
 /// How deep notes may call notes.
 const MAX_NOTE_DEPTH: usize = 16;
-
-fn err(msg: impl Into<String>) -> TemplateError {
-    TemplateError(msg.into())
-}
 
 /// The value of `.`: the root data (with `.ork`) or a value reached by `with`/`range`.
 #[derive(Clone)]
@@ -258,7 +257,7 @@ impl<'c> Eval<'c> {
             other => {
                 return Err(err(format!(
                     "range can't iterate over {}",
-                    funcs::type_name(other)
+                    type_name(other)
                 )));
             }
         };
@@ -333,7 +332,7 @@ impl<'c> Eval<'c> {
     ) -> Result<Val<'c>, TemplateError> {
         self.step()?;
         match &cmd.args[0] {
-            Arg::Func(name) if funcs::LAZY.contains(&name.as_str()) => {
+            Arg::Func(name) if funcs::is_lazy(name) => {
                 let rest = &cmd.args[1..];
                 let count = rest.len() + usize::from(piped.is_some());
                 if count == 0 {
@@ -378,7 +377,7 @@ impl<'c> Eval<'c> {
         match arg {
             Arg::Literal(v) => Ok(Val::Ref(v)),
             Arg::Func(name) => {
-                if funcs::LAZY.contains(&name.as_str()) {
+                if funcs::is_lazy(name) {
                     return Err(err(format!("{name} needs arguments")));
                 }
                 self.call(name, Vec::new())
@@ -461,7 +460,7 @@ impl<'c> Eval<'c> {
     fn note(
         &mut self,
         name: &str,
-        note: &'c super::context::Note,
+        note: &'c Note,
         args: Vec<Val<'c>>,
     ) -> Result<Val<'c>, TemplateError> {
         if self.note_depth >= MAX_NOTE_DEPTH {
@@ -527,7 +526,7 @@ fn walk<'v>(v: &'v Value, chain: &[String]) -> Result<Option<&'v Value>, Templat
             other => {
                 return Err(err(format!(
                     "can't evaluate field {key} in type {}",
-                    funcs::type_name(other)
+                    type_name(other)
                 )));
             }
         };
@@ -553,4 +552,9 @@ fn percent_encode(text: &str) -> String {
         }
     }
     out
+}
+
+/// Orkestra trims a rendered template of surrounding whitespace (not a literal value).
+pub(crate) fn trim_result(s: &str) -> &str {
+    s.trim()
 }

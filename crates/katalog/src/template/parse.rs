@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::TemplateError;
+use super::error::{TemplateError, err};
 
 /// Deepest nesting of parentheses plus `if`/`with`/`range` blocks a template may have.
 pub const MAX_DEPTH: usize = 64;
@@ -82,10 +82,6 @@ pub(crate) fn parse(src: &str) -> Result<Vec<Node>, TemplateError> {
         Some(Stop::End) => Err(err("unexpected {{ end }}")),
         Some(Stop::Else(_)) => Err(err("unexpected {{ else }}")),
     }
-}
-
-fn err(msg: impl Into<String>) -> TemplateError {
-    TemplateError(msg.into())
 }
 
 fn too_deep() -> TemplateError {

@@ -4,152 +4,201 @@
 
 use serde_json::{Map, Value};
 
-use super::TemplateError;
-use super::funcs::{
-    arity, at_least, bool_arg, empty, int_arg, object_field, parse_structured, section, string,
-    truthy, type_name,
+use super::args::{
+    arity, bool_arg, empty, int_arg, object_field, parse_structured, section, string, truthy,
+    type_name,
 };
+use super::error::{TemplateError, err};
 use super::value::{Meter, Val};
 
-fn err(msg: impl Into<String>) -> TemplateError {
-    TemplateError(msg.into())
-}
-
-/// Calls `name` when it is one of these functions; `Ok(None)` when it is not.
-pub(super) fn call<'c>(
+/// `index`.
+pub(super) fn index_all<'c>(
     name: &str,
     a: &[Val<'c>],
     m: &Meter,
-) -> Result<Option<Val<'c>>, TemplateError> {
-    let v = match name {
-        "index" => {
-            at_least(name, a, 1)?;
-            let mut cur = a[0].clone();
-            for key in &a[1..] {
-                cur = index(name, &cur, key, m)?;
-            }
-            cur
+) -> Result<Val<'c>, TemplateError> {
+    let mut cur = a[0].clone();
+    for key in &a[1..] {
+        cur = index(name, &cur, key, m)?;
+    }
+    Ok(cur)
+}
+
+/// `get`.
+pub(super) fn get_path<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    let mut cur = a[0].clone();
+    for key in &a[1..] {
+        let key = string(m, key);
+        cur = cur.get(m, |v| object_field(v, &key));
+        if cur.is_null() {
+            break;
         }
-        "get" => {
-            at_least(name, a, 1)?;
-            let mut cur = a[0].clone();
-            for key in &a[1..] {
-                let key = string(m, key);
-                cur = cur.get(m, |v| object_field(v, &key));
-                if cur.is_null() {
-                    break;
-                }
-            }
-            cur
-        }
-        "mapGet" => {
-            arity(name, a, 2)?;
-            let key = string(m, &a[1]);
-            a[0].get(m, |v| object_field(v, &key))
-        }
-        "listGet" => {
-            arity(name, a, 2)?;
-            let i = int_arg(name, &a[1])?;
-            let i = usize::try_from(i).ok();
-            a[0].get(m, |v| v.as_array().and_then(|x| x.get(i?)))
-        }
-        "meta" => {
-            arity(name, a, 1)?;
-            map_or_empty(a[0].get(m, |v| section(v, "metadata")), m)
-        }
-        "spec" | "status" => {
-            arity(name, a, 1)?;
-            map_or_empty(a[0].get(m, |v| section(v, name)), m)
-        }
-        "labels" | "annotations" => {
-            arity(name, a, 1)?;
-            let labels = a[0].get(m, |v| {
-                section(v, "metadata")
-                    .and_then(|md| object_field(md, name))
-                    .filter(|l| l.is_object())
-            });
-            map_or_empty(labels, m)
-        }
-        "ternary" => {
-            arity(name, a, 3)?;
-            a[if truthy(&a[0]) { 1 } else { 2 }].clone()
-        }
-        "boolTernary" => {
-            arity(name, a, 3)?;
-            a[if bool_arg(name, &a[0])? { 1 } else { 2 }].clone()
-        }
-        "eqTernary" => {
-            arity(name, a, 4)?;
-            a[if string(m, &a[0]) == string(m, &a[1]) {
-                2
-            } else {
-                3
-            }]
-            .clone()
-        }
-        "coalesce" => a
-            .iter()
-            .find(|v| !empty(v))
-            .cloned()
-            .unwrap_or_else(Val::null),
-        "default" => {
-            // {{ default "x" .v }} and {{ .v | default "x" }}: the fallback comes first.
-            arity(name, a, 2)?;
-            a[if empty(&a[1]) { 0 } else { 1 }].clone()
-        }
-        "getOr" => {
-            arity(name, a, 2)?;
-            a[if empty(&a[0]) { 1 } else { 0 }].clone()
-        }
-        "getStringOr" => {
-            arity(name, a, 2)?;
-            match &*a[0] {
-                Value::String(s) if !s.is_empty() => a[0].clone(),
-                _ => Val::fresh(Value::String(string(m, &a[1])), m),
-            }
-        }
-        "asList" => {
-            arity(name, a, 1)?;
-            match &*a[0] {
-                Value::Array(_) => a[0].clone(),
-                Value::String(s) => match parse_structured(m, s) {
-                    Some(list @ Value::Array(_)) => Val::fresh(list, m),
-                    _ => Val::fresh(Value::Array(Vec::new()), m),
-                },
-                _ => Val::fresh(Value::Array(Vec::new()), m),
-            }
-        }
-        "asMap" => {
-            arity(name, a, 1)?;
-            match &*a[0] {
-                Value::Object(_) => a[0].clone(),
-                Value::String(s) => match parse_structured(m, s) {
-                    Some(map @ Value::Object(_)) => Val::fresh(map, m),
-                    _ => Val::fresh(Value::Object(Map::new()), m),
-                },
-                _ => Val::fresh(Value::Object(Map::new()), m),
-            }
-        }
-        "asString" => {
-            arity(name, a, 1)?;
-            match &*a[0] {
-                Value::String(_) => a[0].clone(),
-                other => Val::fresh(
-                    Value::String(serde_json::to_string(other).unwrap_or_default()),
-                    m,
-                ),
-            }
-        }
-        "toString" => {
-            arity(name, a, 1)?;
-            match &*a[0] {
-                Value::String(_) => a[0].clone(),
-                other => Val::fresh(Value::String(string(m, other)), m),
-            }
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(v))
+    }
+    Ok(cur)
+}
+
+/// `mapGet`.
+pub(super) fn map_get<'c>(_name: &str, a: &[Val<'c>], m: &Meter) -> Result<Val<'c>, TemplateError> {
+    let key = string(m, &a[1]);
+    Ok(a[0].get(m, |v| object_field(v, &key)))
+}
+
+/// `listGet`.
+pub(super) fn list_get<'c>(name: &str, a: &[Val<'c>], m: &Meter) -> Result<Val<'c>, TemplateError> {
+    let i = int_arg(name, &a[1])?;
+    let i = usize::try_from(i).ok();
+    Ok(a[0].get(m, |v| v.as_array().and_then(|x| x.get(i?))))
+}
+
+/// `meta`.
+pub(super) fn meta<'c>(_name: &str, a: &[Val<'c>], m: &Meter) -> Result<Val<'c>, TemplateError> {
+    Ok(map_or_empty(a[0].get(m, |v| section(v, "metadata")), m))
+}
+
+/// `spec`, `status`.
+pub(super) fn section_of<'c>(
+    name: &str,
+    a: &[Val<'c>],
+    m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(map_or_empty(a[0].get(m, |v| section(v, name)), m))
+}
+
+/// `labels`, `annotations`.
+pub(super) fn meta_map<'c>(name: &str, a: &[Val<'c>], m: &Meter) -> Result<Val<'c>, TemplateError> {
+    let labels = a[0].get(m, |v| {
+        section(v, "metadata")
+            .and_then(|md| object_field(md, name))
+            .filter(|l| l.is_object())
+    });
+    Ok(map_or_empty(labels, m))
+}
+
+/// `ternary`.
+pub(super) fn ternary<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    _m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(a[if truthy(&a[0]) { 1 } else { 2 }].clone())
+}
+
+/// `boolTernary`.
+pub(super) fn bool_ternary<'c>(
+    name: &str,
+    a: &[Val<'c>],
+    _m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(a[if bool_arg(name, &a[0])? { 1 } else { 2 }].clone())
+}
+
+/// `eqTernary`.
+pub(super) fn eq_ternary<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(a[if string(m, &a[0]) == string(m, &a[1]) {
+        2
+    } else {
+        3
+    }]
+    .clone())
+}
+
+/// `coalesce`.
+pub(super) fn coalesce<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    _m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(a.iter()
+        .find(|v| !empty(v))
+        .cloned()
+        .unwrap_or_else(Val::null))
+}
+
+/// `default`.
+pub(super) fn default_value<'c>(
+    name: &str,
+    a: &[Val<'c>],
+    _m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    // {{ default "x" .v }} and {{ .v | default "x" }}: the fallback comes first.
+    arity(name, a, 2)?;
+    Ok(a[if empty(&a[1]) { 0 } else { 1 }].clone())
+}
+
+/// `getOr`.
+pub(super) fn get_or<'c>(_name: &str, a: &[Val<'c>], _m: &Meter) -> Result<Val<'c>, TemplateError> {
+    Ok(a[if empty(&a[0]) { 1 } else { 0 }].clone())
+}
+
+/// `getStringOr`.
+pub(super) fn get_string_or<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(match &*a[0] {
+        Value::String(s) if !s.is_empty() => a[0].clone(),
+        _ => Val::fresh(Value::String(string(m, &a[1])), m),
+    })
+}
+
+/// `asList`.
+pub(super) fn as_list<'c>(_name: &str, a: &[Val<'c>], m: &Meter) -> Result<Val<'c>, TemplateError> {
+    Ok(match &*a[0] {
+        Value::Array(_) => a[0].clone(),
+        Value::String(s) => match parse_structured(m, s) {
+            Some(list @ Value::Array(_)) => Val::fresh(list, m),
+            _ => Val::fresh(Value::Array(Vec::new()), m),
+        },
+        _ => Val::fresh(Value::Array(Vec::new()), m),
+    })
+}
+
+/// `asMap`.
+pub(super) fn as_map<'c>(_name: &str, a: &[Val<'c>], m: &Meter) -> Result<Val<'c>, TemplateError> {
+    Ok(match &*a[0] {
+        Value::Object(_) => a[0].clone(),
+        Value::String(s) => match parse_structured(m, s) {
+            Some(map @ Value::Object(_)) => Val::fresh(map, m),
+            _ => Val::fresh(Value::Object(Map::new()), m),
+        },
+        _ => Val::fresh(Value::Object(Map::new()), m),
+    })
+}
+
+/// `asString`.
+pub(super) fn as_string<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(match &*a[0] {
+        Value::String(_) => a[0].clone(),
+        other => Val::fresh(
+            Value::String(serde_json::to_string(other).unwrap_or_default()),
+            m,
+        ),
+    })
+}
+
+/// `toString`.
+pub(super) fn to_string_value<'c>(
+    _name: &str,
+    a: &[Val<'c>],
+    m: &Meter,
+) -> Result<Val<'c>, TemplateError> {
+    Ok(match &*a[0] {
+        Value::String(_) => a[0].clone(),
+        other => Val::fresh(Value::String(string(m, other)), m),
+    })
 }
 
 /// One step of `index`: a map by key, a list by position, a string's byte by position.

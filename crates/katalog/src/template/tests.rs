@@ -4,7 +4,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::Sentinel;
+use crate::sentinel::Sentinel;
 
 fn facts(in_cluster: bool) -> Facts {
     Facts {
