@@ -494,3 +494,49 @@ async fn ork_speaks_http2_with_the_api_server_unless_told_http1() -> Result<()> 
     }
     Ok(())
 }
+
+/// The recovery after a service outage (SPEC §10): while the service cannot answer, one CR is
+/// tried about every second ahead of its backoff; the first answer lets every CR that waited
+/// for it go. Without it, a CR whose backoff had grown to a minute stayed failed for that minute
+/// after the service was back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cr_failing_while_its_service_is_down_is_reconciled_once_it_answers_not_after_its_backoff()
+-> Result<()> {
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let script_down = down.clone();
+    let svc = FakeService::start(move |req| {
+        if script_down.load(std::sync::atomic::Ordering::SeqCst) {
+            Reply::Respond(503, "down for maintenance".into())
+        } else {
+            ork_test_support::fake_service::webapp_answer(req)
+        }
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = katalog(&ns.name, &http(&svc.url), "").replace(
+        "retryBackoff: {initial: 200ms, max: 2s}",
+        "retryBackoff: {initial: 1s, max: 2m, multiplier: 2}",
+    );
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let (_, message) = wait_ready(&api, "web", "False").await?;
+    assert!(message.contains("503"), "{message}");
+    // Enough failures in a row that the CR's own retry is a minute or more away.
+    let failed = wait_for("seven failed calls", WAIT, || async {
+        let n = svc.calls();
+        (n >= 7).then_some(n)
+    })
+    .await?;
+    let backoff = Duration::from_secs(1 << (failed - 1).min(7)).min(Duration::from_secs(120));
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let back = std::time::Instant::now();
+    wait_ready(&api, "web", "True").await?;
+    let took = back.elapsed();
+    eprintln!("Ready {took:?} after the service answered again (its backoff: {backoff:?})");
+    assert!(
+        took < backoff / 4,
+        "Ready after {took:?}: the CR waited out its backoff of {backoff:?}"
+    );
+    Ok(())
+}
