@@ -6,7 +6,9 @@
 //! - [`ports`]: the transport to the service and the writes to the cluster, behind traits.
 //! - [`reconcile`]: one reconcile over those ports: request, call, whole-answer check
 //!   (`ork-protocol`), apply and prune, status, annotations, events; typed [`error`]s.
-//! - [`controller`]: watches into their [`cache`]s, the index, the queue, the dispatcher.
+//! - [`controller`]: one entry loop per entry, the single owner of its [`cache`]s' writing side,
+//!   index, schedule and health; watches send it inputs, workers run what it hands out and send
+//!   back how it ended (`docs/design/entry-loop.md`).
 //! - [`runtime`]: every entry of a run, health and metrics for the HTTP endpoints; [`leader`]
 //!   switches it on and off. [`simulate`] drives the same controller against memory.
 
