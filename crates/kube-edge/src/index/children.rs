@@ -1,0 +1,208 @@
+//! The children in the index: whose each is, found by owner, and whether a change to one is
+//! drift (someone else's) or ork's own write, judged when the owner's reconcile ends.
+
+use super::*;
+
+impl Index {
+    /// A watch event of the children of managed type `type_index`, from the watch of `scope`
+    /// (one namespace, or `None` for all).
+    pub fn child_event(
+        &mut self,
+        type_index: usize,
+        scope: Option<&str>,
+        seen: Seen<ChildView>,
+    ) -> Vec<Effect> {
+        let id = (type_index, scope.map(str::to_string));
+        match seen {
+            Seen::Init => {
+                self.listing_children.insert(id, HashSet::new());
+                Vec::new()
+            }
+            Seen::InitDone => {
+                let mut out = self.held_back.remove(&Some(id.clone())).unwrap_or_default();
+                let Some(listed) = self.listing_children.remove(&id) else {
+                    return out;
+                };
+                // Children listed before the CRs were: their owners are known now.
+                for c in &listed {
+                    out.extend(self.stray_seen(c));
+                }
+                // Children deleted while the watch was down: their owners must look again.
+                let in_scope =
+                    |c: &ChildRef| scope.is_none_or(|ns| c.namespace.as_deref() == Some(ns));
+                let gone: Vec<ChildRef> = self
+                    .children
+                    .keys()
+                    .filter(|c| c.type_index == type_index && in_scope(c) && !listed.contains(*c))
+                    .cloned()
+                    .collect();
+                for c in gone {
+                    out.extend(self.child_gone(&c));
+                }
+                out
+            }
+            Seen::Deleted(view) => self.child_gone(&view.child),
+            Seen::Object {
+                listing,
+                object: view,
+            } => {
+                if listing && let Some(listed) = self.listing_children.get_mut(&id) {
+                    listed.insert(view.child.clone());
+                }
+                let effect = self.child_changed(view);
+                if listing {
+                    self.held_back
+                        .entry(Some(id.clone()))
+                        .or_default()
+                        .extend(effect);
+                    Vec::new()
+                } else {
+                    effect.into_iter().collect()
+                }
+            }
+        }
+    }
+
+    pub(super) fn child_changed(&mut self, view: ChildView) -> Vec<Effect> {
+        let ChildView {
+            child,
+            uid,
+            owner_uid,
+            owner_key,
+            sweepable,
+            marked,
+            fingerprint,
+        } = view;
+        let previous = self.children.insert(
+            child.clone(),
+            ChildState {
+                uid,
+                owner_uid: owner_uid.clone(),
+                owner_key: owner_key.clone(),
+                sweepable,
+                marked,
+                fingerprint,
+            },
+        );
+        // Taken over by another CR: a sweep due for the old owner may have nothing left.
+        let mut out: Vec<Effect> = Vec::new();
+        if let Some(prev) = &previous
+            && let Some(prev_owner) = &prev.owner_uid
+            && Some(prev_owner) != owner_uid.as_ref()
+        {
+            self.unlink(prev_owner.clone(), &child);
+            out.extend(self.settle(prev.owner_key.as_deref(), prev_owner));
+        }
+        if let Some(owner) = &owner_uid {
+            let children = self.by_owner.entry(owner.clone()).or_default();
+            if let Err(at) = children.binary_search(&child) {
+                children.insert(at, child.clone());
+            }
+        }
+        out.extend(self.stray_seen(&child));
+        // A child that appears is ork's own apply, or an object someone labelled; only a change
+        // or a deletion of a known child is drift.
+        if let Some(prev) = previous
+            && prev.fingerprint != fingerprint
+            && self.expected.get(&child) != Some(&fingerprint)
+        {
+            out.extend(self.drift(owner_key, child, None));
+        }
+        out
+    }
+
+    pub(super) fn child_gone(&mut self, child: &ChildRef) -> Vec<Effect> {
+        let Some(state) = self.children.remove(child) else {
+            return Vec::new();
+        };
+        self.expected.remove(child);
+        let mut out = Vec::new();
+        if let Some(owner) = &state.owner_uid {
+            self.unlink(owner.clone(), child);
+            out.extend(self.settle(state.owner_key.as_deref(), owner));
+        }
+        if !self.deleted_by_ork.remove(&state.uid) {
+            out.extend(self.drift(state.owner_key, child.clone(), Some(state.uid)));
+        }
+        out
+    }
+
+    /// Someone changed or deleted a child: its owner is reconciled, or, while the owner's
+    /// reconcile runs, judged when it finishes.
+    pub(super) fn drift(
+        &mut self,
+        owner_key: Option<String>,
+        child: ChildRef,
+        gone_uid: Option<String>,
+    ) -> Option<Effect> {
+        let owner = owner_key.filter(|k| self.crs.contains_key(k))?;
+        if let Some(waiting) = self.in_flight.get_mut(&owner) {
+            waiting.push((child, gone_uid));
+            return None;
+        }
+        Some(Effect::Enqueue(owner, Reason::Child))
+    }
+
+    pub(super) fn unlink(&mut self, owner: String, child: &ChildRef) {
+        if let Some(set) = self.by_owner.get_mut(&owner) {
+            if let Ok(at) = set.binary_search(child) {
+                set.remove(at);
+            }
+            if set.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
+    }
+
+    /// The children ork applied for the CR with `owner_uid` in `owner_namespace`
+    /// (owner-indexed, no scan): those in the CR's namespace, and elsewhere only those whose
+    /// ownership rests on ork's mark. An owner reference does not cross namespaces, so one to
+    /// this CR's UID in another namespace is a tenant's forgery, not a child.
+    pub fn children_of(&self, owner_uid: &str, owner_namespace: Option<&str>) -> Vec<ChildRef> {
+        self.by_owner
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                c.namespace.as_deref() == owner_namespace
+                    || self.children.get(*c).is_some_and(|s| s.marked)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// A reconcile of `key` starts.
+    pub fn begin(&mut self, key: &str) {
+        self.in_flight.insert(key.to_string(), Vec::new());
+    }
+
+    /// The reconcile of `key` ended having made `own` writes: child events that arrived
+    /// meanwhile are judged now, knowing those writes.
+    pub fn finish(&mut self, key: &str, own: OwnWrites) -> Vec<Effect> {
+        let waiting = self.in_flight.remove(key).unwrap_or_default();
+        let recreated = |child: &ChildRef, gone: &str| {
+            own.applied
+                .iter()
+                .any(|a| &a.child == child && a.uid != gone)
+        };
+        for a in &own.applied {
+            self.expected.insert(a.child.clone(), a.fingerprint);
+        }
+        let drifted = waiting.iter().any(|(child, gone_uid)| match gone_uid {
+            // Deleted meanwhile: drift unless ork deleted it, or applied it anew after (the
+            // object it got back is another one).
+            Some(uid) => !own.deleted.iter().any(|(_, u)| u == uid) && !recreated(child, uid),
+            // Changed meanwhile: drift unless it now is exactly what ork applied.
+            None => self
+                .children
+                .get(child)
+                .is_none_or(|state| self.expected.get(child) != Some(&state.fingerprint)),
+        });
+        self.swept(own.deleted);
+        if drifted && self.crs.contains_key(key) {
+            vec![Effect::Enqueue(key.to_string(), Reason::Child)]
+        } else {
+            Vec::new()
+        }
+    }
+}

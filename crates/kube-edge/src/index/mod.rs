@@ -1,0 +1,221 @@
+//! The per-entry index: what the watches have seen, in the shape reconciles need it (children by
+//! owner UID, sentinels), and which keys a watch event must trigger. Pure: watch events in,
+//! [`Effect`]s out; no I/O, no clock, no lock. One owner (the entry loop) drives it.
+//!
+//! ork's own writes never trigger a call. For CRs that follows from the fingerprint: status,
+//! ork's annotations and finalizers are not part of it, so only a change someone made to what the
+//! service sees moves it. For children, ork's writes are told to the index when the reconcile
+//! that made them finishes ([`Index::finish`]); an event about a child of a CR in flight waits
+//! until then, so it is judged knowing every write that reconcile made.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use ork_engine::gate::{CompiledGate, sentinels};
+use ork_engine::queue::Reason;
+use ork_katalog::Sentinel;
+use serde_json::Value;
+
+mod children;
+mod crs;
+mod fingerprint;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use fingerprint::{child_fingerprint, cr_fingerprint, fingerprint};
+
+/// What the index asks of the controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Reconcile `key` for `reason`.
+    Enqueue(String, Reason),
+    /// The CR is gone: drop its queue entry, backoff and per-key state.
+    Forget(String),
+}
+
+/// A child by type (index into the entry's managed types), namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ChildRef {
+    pub type_index: usize,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// One watch event, reduced to what the index needs.
+#[derive(Debug, Clone)]
+pub(crate) enum Seen<T> {
+    /// A (re-)list begins.
+    Init,
+    /// An object of the (re-)list, or a change outside it.
+    Object {
+        listing: bool,
+        object: T,
+    },
+    /// The (re-)list is complete: what it did not contain is gone.
+    InitDone,
+    Deleted(T),
+}
+
+/// A CR as the index sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct CrView {
+    pub key: String,
+    pub uid: String,
+    /// Hash of what the service sees of the CR (no status, no server bookkeeping, no ork marks).
+    pub fingerprint: u64,
+    /// The CR as JSON; only needed when the entry declares sentinels or an enqueue gate.
+    pub json: Option<Value>,
+    /// Its `requested-at` annotation: a new value asks for a reconcile now.
+    pub requested_at: Option<String>,
+}
+
+/// A child as the index sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChildView {
+    pub child: ChildRef,
+    pub uid: String,
+    /// UID of the CR that owns it (ork's owner label, present only on children ork applied).
+    pub owner_uid: Option<String>,
+    /// Queue key of the owner, when the owner annotation names this entry.
+    pub owner_key: Option<String>,
+    /// Whether ork deletes it when that CR goes without ork's finalizer: no owner reference
+    /// hands it to the garbage collector (another namespace, cluster-scoped), and it names a CR
+    /// of this entry's type (`OWNER_KIND`).
+    pub sweepable: bool,
+    /// Whether its ownership rests on ork's mark (SPEC §11) rather than an owner reference:
+    /// only such a child may live outside its CR's namespace.
+    pub marked: bool,
+    /// Hash of the child without status and server bookkeeping.
+    pub fingerprint: u64,
+}
+
+/// A child ork applied for a CR that is gone without ork having deleted its children (see
+/// [`Index::take_strays`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stray {
+    pub child: ChildRef,
+    /// The UID of the child as the watch last saw it.
+    pub uid: String,
+    /// The UID of the CR it was applied for.
+    pub owner_uid: String,
+}
+
+/// A child ork applied: the fingerprint and UID of the object the API server returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub child: ChildRef,
+    pub fingerprint: u64,
+    pub uid: String,
+}
+
+/// Writes one reconcile made, reported when it finishes.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct OwnWrites {
+    /// Children applied, as the API server returned them.
+    pub applied: Vec<Applied>,
+    /// Children deleted, with their UIDs.
+    pub deleted: Vec<(ChildRef, String)>,
+}
+
+#[derive(Debug)]
+struct CrState {
+    uid: String,
+    fingerprint: u64,
+    previous: Option<Value>,
+    requested_at: Option<String>,
+}
+
+#[derive(Debug)]
+struct ChildState {
+    uid: String,
+    owner_uid: Option<String>,
+    owner_key: Option<String>,
+    sweepable: bool,
+    marked: bool,
+    fingerprint: u64,
+}
+
+impl ChildState {
+    /// Whether ork deletes this child when its owner, the CR under `key`, is gone.
+    fn sweepable_for(&self, key: &str) -> bool {
+        self.sweepable && self.owner_key.as_deref() == Some(key)
+    }
+}
+
+/// What the gate of an event needs besides the CR: the entry's health as JSON.
+pub(crate) type GateContext<'a> = &'a dyn Fn(&Value) -> Value;
+
+#[derive(Debug)]
+pub(crate) struct Index {
+    declared: Vec<Sentinel>,
+    enqueue_gate: Option<CompiledGate>,
+    crs: HashMap<String, CrState>,
+    /// The UIDs of the CRs in `crs`.
+    live: HashSet<String>,
+    /// Whether the CRs' watch has completed a list: before, a child whose owner is not in
+    /// `crs` may just not have been listed yet.
+    crs_listed: bool,
+    /// Per queue key, the UIDs of CRs under that key that went away while children ork applied
+    /// for them and the garbage collector will not delete may still exist: their sweep is due.
+    gone: HashMap<String, BTreeSet<String>>,
+    /// Owner UIDs a sweep found alive outside the entry's view (see [`Index::keep`]).
+    kept: HashSet<String>,
+    sentinels: HashMap<String, BTreeMap<Sentinel, bool>>,
+    children: HashMap<ChildRef, ChildState>,
+    /// Per owner UID its children, sorted: a CR has a few, and a B-tree node per CR would cost
+    /// more than its children.
+    by_owner: HashMap<String, Vec<ChildRef>>,
+    /// Fingerprints ork's own applies produced, per child.
+    expected: HashMap<ChildRef, u64>,
+    /// UIDs of children ork deleted: their deletion is not a change.
+    deleted_by_ork: HashSet<String>,
+    /// Keys whose reconcile runs; child events for them wait here until it finishes (with the
+    /// UID of a child that was deleted).
+    in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,
+    listing_crs: Option<HashSet<String>>,
+    /// What a re-list triggers waits for its end: the watch's cache swaps the listed objects
+    /// in only at `InitDone`, and a reconcile must read the new copies, not the old ones.
+    /// Per watch: `None` for the CRs', else (type, scope) of a children's watch.
+    held_back: HashMap<Option<(usize, Option<String>)>, Vec<Effect>>,
+    /// Re-lists in progress, by type and watch scope (a namespace, or all).
+    listing_children: HashMap<(usize, Option<String>), HashSet<ChildRef>>,
+}
+
+impl Index {
+    pub fn new(declared: Vec<Sentinel>, enqueue_gate: Option<CompiledGate>) -> Index {
+        Index {
+            declared,
+            enqueue_gate,
+            crs: HashMap::new(),
+            live: HashSet::new(),
+            crs_listed: false,
+            gone: HashMap::new(),
+            kept: HashSet::new(),
+            sentinels: HashMap::new(),
+            children: HashMap::new(),
+            by_owner: HashMap::new(),
+            expected: HashMap::new(),
+            deleted_by_ork: HashSet::new(),
+            in_flight: HashMap::new(),
+            listing_crs: None,
+            held_back: HashMap::new(),
+            listing_children: HashMap::new(),
+        }
+    }
+
+    /// Whether events must carry the CR's JSON (sentinels or an enqueue gate are declared).
+    pub fn wants_json(&self) -> bool {
+        !self.declared.is_empty() || self.enqueue_gate.is_some()
+    }
+
+    /// Whether `key` is known (listed and not deleted).
+    #[cfg(test)]
+    pub fn has_cr(&self, key: &str) -> bool {
+        self.crs.contains_key(key)
+    }
+
+    /// Every known CR key.
+    pub fn keys(&self) -> Vec<String> {
+        self.crs.keys().cloned().collect()
+    }
+}
