@@ -48,7 +48,13 @@ pub async fn serve(addr: SocketAddr, runtime: Runtime, guard: Guard) -> std::io:
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/katalog", get(katalog))
+        .route("/katalog/{entry}", get(entry_report))
         .route("/katalog/{entry}/health", get(entry_health))
+        .route("/katalog/{entry}/objects", get(objects))
+        .route("/katalog/{entry}/cr", get(objects))
+        .route("/katalog/{entry}/objects/{name}", get(cluster_object))
+        .route("/katalog/{entry}/objects/{namespace}/{name}", get(object))
+        .route("/katalog/{entry}/cr/{namespace}/{name}", get(object))
         .with_state(AppState { runtime, guard });
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /healthz /readyz /metrics /katalog");
@@ -68,6 +74,19 @@ impl Guard {
         peer: SocketAddr,
         headers: &HeaderMap,
         entries: impl Iterator<Item = &'a String>,
+    ) -> Result<(), Response> {
+        let checks: Vec<ReadCheck> = entries
+            .filter_map(|e| self.entries.get(e).cloned())
+            .collect();
+        self.admit_for(peer, headers, &checks).await
+    }
+
+    /// [`Guard::admit`] for what `checks` name.
+    async fn admit_for(
+        &self,
+        peer: SocketAddr,
+        headers: &HeaderMap,
+        checks: &[ReadCheck],
     ) -> Result<(), Response> {
         if self.loopback_open && peer.ip().is_loopback() {
             return Ok(());
@@ -92,17 +111,12 @@ impl Guard {
         let Some(client) = &self.client else {
             return Err(unauthorized());
         };
-        let checks: Vec<ReadCheck> = entries
-            .filter_map(|e| self.entries.get(e).cloned())
-            .collect();
-        match review(client, token, &checks).await {
+        match review(client, token, checks).await {
             Ok(Access::Allowed) => Ok(()),
             Ok(Access::Unauthenticated) => Err(unauthorized()),
-            Ok(Access::Forbidden { user, what }) => Err((
-                StatusCode::FORBIDDEN,
-                format!("{user} may not list {what}\n"),
-            )
-                .into_response()),
+            Ok(Access::Forbidden { user, what }) => {
+                Err((StatusCode::FORBIDDEN, format!("{user} may not {what}\n")).into_response())
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot ask the API server who reads /katalog");
                 Err((
@@ -177,6 +191,97 @@ async fn entry_health(
         )
             .into_response(),
     }
+}
+
+/// The entry's configuration and state (Orkestra's `/katalog/{crd}`: config and stats).
+async fn entry_report(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(entry): Path<String>,
+) -> Response {
+    if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+        return refused;
+    }
+    let (Some(config), Some(report)) = (
+        runtime.config(&entry),
+        runtime.entries().into_iter().find(|e| e.name == entry),
+    ) else {
+        return no_entry(&entry);
+    };
+    json(
+        StatusCode::OK,
+        &serde_json::json!({"name": entry, "config": config, "stats": report}),
+    )
+}
+
+/// Every CR of the entry with where it stands and its last reconcile, and the counts.
+async fn objects(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(entry): Path<String>,
+) -> Response {
+    if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+        return refused;
+    }
+    match runtime.inspect(&entry, None).await {
+        Some(v) => json(StatusCode::OK, &v),
+        None => no_entry(&entry),
+    }
+}
+
+/// The flight recorder of one namespaced CR: only for a caller who may `get` it.
+async fn object(
+    state: State<AppState>,
+    peer: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path((entry, namespace, name)): Path<(String, String, String)>,
+) -> Response {
+    record(state, peer, headers, entry, Some(namespace), name).await
+}
+
+/// The flight recorder of one cluster-scoped CR.
+async fn cluster_object(
+    state: State<AppState>,
+    peer: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path((entry, name)): Path<(String, String)>,
+) -> Response {
+    record(state, peer, headers, entry, None, name).await
+}
+
+async fn record(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    entry: String,
+    namespace: Option<String>,
+    name: String,
+) -> Response {
+    let Some(check) = guard.entries.get(&entry) else {
+        return no_entry(&entry);
+    };
+    let check = check.get(namespace.clone(), &name);
+    if let Err(refused) = guard.admit_for(peer, &headers, &[check]).await {
+        return refused;
+    }
+    let key = match &namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name,
+    };
+    match runtime.inspect(&entry, Some(key)).await {
+        Some(v) => json(StatusCode::OK, &v),
+        None => no_entry(&entry),
+    }
+}
+
+fn no_entry(entry: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        format!("no entry {entry:?} running in the Katalog\n"),
+    )
+        .into_response()
 }
 
 fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {

@@ -296,9 +296,11 @@ fn read_checks(
             (
                 name.clone(),
                 ork_kube::access::ReadCheck {
+                    verb: "list",
                     group: e.api_types.group.clone(),
                     resource: e.api_types.plural.clone(),
                     namespace: e.single_namespace().filter(|_| e.namespaced),
+                    name: None,
                 },
             )
         })

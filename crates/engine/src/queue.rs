@@ -204,6 +204,16 @@ impl<K: Hash + Eq + Clone> WorkQueue<K> {
         self.queued.remove(key);
     }
 
+    /// When `key` is due, if it waits for a time.
+    pub fn due_at(&self, key: &K) -> Option<Instant> {
+        self.delay_of.get(key).map(|(at, _)| *at)
+    }
+
+    /// Whether `key` waits to be worked on now.
+    pub fn is_queued(&self, key: &K) -> bool {
+        self.queued.contains_key(key)
+    }
+
     pub fn next_deadline(&self) -> Option<Instant> {
         self.delayed.keys().next().map(|(at, _)| *at)
     }

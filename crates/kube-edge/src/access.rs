@@ -13,12 +13,27 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Client;
 use kube::api::{Api, PostParams};
 
-/// The CRs a read concerns: `list` on `resource` of `group`, in `namespace` or everywhere.
+/// The CRs a read concerns: `verb` (`list`, or `get` of the one `name`) on `resource` of
+/// `group`, in `namespace` or everywhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadCheck {
+    pub verb: &'static str,
     pub group: String,
     pub resource: String,
     pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl ReadCheck {
+    /// The same CRs, `get` of the one named `name` in `namespace`.
+    pub fn get(&self, namespace: Option<String>, name: &str) -> ReadCheck {
+        ReadCheck {
+            verb: "get",
+            namespace,
+            name: Some(name.to_string()),
+            ..self.clone()
+        }
+    }
 }
 
 /// The API server's decision on one caller.
@@ -27,7 +42,7 @@ pub enum Access {
     Allowed,
     /// No token, or one the API server does not accept.
     Unauthenticated,
-    /// Authenticated as `user`, who may not `list` `what`.
+    /// Authenticated as `user`, who may not do `what` (`list group/resource in ns`).
     Forbidden {
         user: String,
         what: String,
@@ -67,10 +82,11 @@ pub async fn review(
                 uid: user.uid.clone(),
                 extra: extra.clone(),
                 resource_attributes: Some(ResourceAttributes {
-                    verb: Some("list".into()),
+                    verb: Some(check.verb.into()),
                     group: Some(check.group.clone()),
                     resource: Some(check.resource.clone()),
                     namespace: check.namespace.clone(),
+                    name: check.name.clone(),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -84,11 +100,15 @@ pub async fn review(
             } else {
                 &check.group
             };
+            let what = match &check.name {
+                Some(name) => format!("{group}/{} {name}", check.resource),
+                None => format!("{group}/{}", check.resource),
+            };
             return Ok(Access::Forbidden {
                 user: user.username.unwrap_or_default(),
                 what: match &check.namespace {
-                    Some(ns) => format!("{group}/{} in {ns}", check.resource),
-                    None => format!("{group}/{}", check.resource),
+                    Some(ns) => format!("{} {what} in {ns}", check.verb),
+                    None => format!("{} {what}", check.verb),
                 },
             });
         }

@@ -34,6 +34,9 @@ pub(crate) trait EntryHandle: Send + Sync {
     fn enqueue_shard(&self, total: u32, shard: u32);
     /// The set of shards changed: look at the queue again.
     fn wake(&self);
+    /// The flight recorder of one CR (its key), or every CR's summary; `None` when the entry
+    /// does not answer (it is stopping).
+    fn inspect(&self, key: Option<String>) -> BoxFuture<'static, Option<Value>>;
 }
 
 /// What one started entry shows the others.

@@ -2,12 +2,13 @@
 //! (ready, health, metrics). Leadership and shutdown switch reconciling on and off through
 //! [`Runtime::set_active`]; watches keep caches warm either way.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
 use ork_engine::health::Health;
-use ork_katalog::{Katalog, KatalogMeta};
+use ork_katalog::{CrdEntry, Katalog, KatalogMeta};
 use ork_remote::HttpTransport;
 use serde::Serialize;
 use tracing::Instrument;
@@ -31,6 +32,10 @@ pub struct EntryReport {
     /// The shards this replica holds (with `--shards`), else absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards_held: Option<Vec<u32>>,
+    /// The CRs' type.
+    pub api_version: String,
+    pub kind: String,
+    pub plural: String,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +45,8 @@ pub struct Runtime {
     enabled: Arc<Vec<String>>,
     /// The Katalog's metadata (name, description, version, author, tags…), for `/katalog`.
     metadata: Arc<KatalogMeta>,
+    /// The enabled entries' configuration, for `/katalog/{entry}`.
+    configs: Arc<BTreeMap<String, CrdEntry>>,
 }
 
 impl Runtime {
@@ -53,6 +60,15 @@ impl Runtime {
     pub fn with_shards(katalog: &Katalog, active: bool, shards: ShardSet) -> Runtime {
         Runtime {
             metadata: Arc::new(katalog.metadata.clone()),
+            configs: Arc::new(
+                katalog
+                    .spec
+                    .crds
+                    .iter()
+                    .filter(|(_, e)| e.enabled)
+                    .map(|(n, e)| (n.clone(), e.clone()))
+                    .collect(),
+            ),
             process: Arc::new(Process::new(active, shards)),
             enabled: Arc::new(
                 katalog
@@ -152,35 +168,61 @@ impl Runtime {
         &self.metadata
     }
 
+    /// The configuration of the enabled entry `name`.
+    pub fn config(&self, name: &str) -> Option<&CrdEntry> {
+        self.configs.get(name)
+    }
+
     /// Every enabled entry with its health.
     pub fn entries(&self) -> Vec<EntryReport> {
-        self.enabled
-            .iter()
-            .map(|name| match self.process.registry.get(name) {
-                None => EntryReport {
+        self.enabled.iter().map(|name| self.report(name)).collect()
+    }
+
+    fn report(&self, name: &String) -> EntryReport {
+        let t = self
+            .configs
+            .get(name)
+            .map(|e| e.api_types.clone())
+            .unwrap_or_default();
+        let api_version = if t.group.is_empty() {
+            t.version.clone()
+        } else {
+            format!("{}/{}", t.group, t.version)
+        };
+        let mut report = match self.process.registry.get(name) {
+            None => EntryReport {
+                name: name.clone(),
+                state: "not started".into(),
+                status: 503,
+                health: None,
+                queue_depth: 0,
+                workers_busy: 0,
+                shards_held: self.shards_held(),
+                api_version: String::new(),
+                kind: String::new(),
+                plural: String::new(),
+            },
+            Some(entry) => {
+                let health = entry.health();
+                let (queue_depth, workers_busy) = entry.handle.load();
+                EntryReport {
                     name: name.clone(),
-                    state: "not started".into(),
-                    status: 503,
-                    health: None,
-                    queue_depth: 0,
-                    workers_busy: 0,
+                    state: health.state.as_str().into(),
+                    status: if health.is_serving() { 200 } else { 503 },
+                    health: Some(health),
+                    queue_depth,
+                    workers_busy,
                     shards_held: self.shards_held(),
-                },
-                Some(entry) => {
-                    let health = entry.health();
-                    let (queue_depth, workers_busy) = entry.handle.load();
-                    EntryReport {
-                        name: name.clone(),
-                        state: health.state.as_str().into(),
-                        status: if health.is_serving() { 200 } else { 503 },
-                        health: Some(health),
-                        queue_depth,
-                        workers_busy,
-                        shards_held: self.shards_held(),
-                    }
+                    api_version: String::new(),
+                    kind: String::new(),
+                    plural: String::new(),
                 }
-            })
-            .collect()
+            }
+        };
+        report.api_version = api_version;
+        report.kind = t.kind;
+        report.plural = t.plural;
+        report
     }
 
     fn shards_held(&self) -> Option<Vec<u32>> {
@@ -222,6 +264,13 @@ impl Runtime {
             .iter()
             .map(|e| e.handle.in_flight_in_shard(total, shard))
             .sum()
+    }
+
+    /// What the flight recorder of `entry` holds: of the CR at `key`, or (`None`) every CR's
+    /// state with the counts. `None` when there is no such started entry.
+    pub async fn inspect(&self, entry: &str, key: Option<String>) -> Option<serde_json::Value> {
+        let e = self.process.registry.get(entry)?;
+        e.handle.inspect(key).await
     }
 
     /// Prometheus text, with the per-entry gauges brought up to date.

@@ -63,6 +63,17 @@ impl EntryHandle for LoopHandle {
     fn wake(&self) {
         let _ = self.inputs.send(Input::Wake);
     }
+
+    fn inspect(&self, key: Option<String>) -> BoxFuture<'static, Option<serde_json::Value>> {
+        let (reply, answer) = oneshot::channel();
+        let asked = self.inputs.send(Input::Inspect { key, reply });
+        Box::pin(async move {
+            match asked {
+                Ok(()) => answer.await.ok(),
+                Err(_) => None,
+            }
+        })
+    }
 }
 
 /// What the entry of `state`, whose loop reads `inputs`, shows the others.

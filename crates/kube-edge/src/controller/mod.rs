@@ -8,6 +8,7 @@ mod driver;
 mod lane;
 mod live;
 mod observe;
+mod recorder;
 mod schedule;
 mod start;
 mod state;

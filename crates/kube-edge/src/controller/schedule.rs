@@ -231,6 +231,16 @@ impl Schedule {
         self.queue.done(&key.to_string());
     }
 
+    /// When `key` is due next, if it waits for a time (a retry, a requeue).
+    pub fn due_at(&self, key: &str) -> Option<Instant> {
+        self.queue.due_at(&key.to_string())
+    }
+
+    /// Whether `key` waits to be reconciled now.
+    pub fn is_queued(&self, key: &str) -> bool {
+        self.queue.is_queued(&key.to_string())
+    }
+
     /// Keys waiting to be reconciled now.
     pub fn depth(&self) -> usize {
         self.queue.depth()

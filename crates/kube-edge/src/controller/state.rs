@@ -8,17 +8,18 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kube::Resource;
 use ork_engine::health::Health;
 use ork_engine::queue::Reason;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
 use super::lane::Lane;
 use super::live::LiveView;
 use super::observe::Step;
+use super::recorder::{Record, Recorder};
 use super::schedule::Schedule;
 use crate::cache::{Cache, CacheWriter};
 use crate::entry::EntryContext;
@@ -55,6 +56,11 @@ pub(crate) enum Input {
         total: u32,
         reply: oneshot::Sender<BTreeMap<u32, usize>>,
     },
+    /// What the flight recorder holds: of one CR (its key), or a summary of every CR.
+    Inspect {
+        key: Option<String>,
+        reply: oneshot::Sender<Value>,
+    },
 }
 
 /// A key handed out: reconcile it (when `job` is there) after deleting the children of CRs
@@ -70,8 +76,15 @@ pub(crate) struct Work {
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub key: String,
+    pub reason: Reason,
     pub swept: Option<Swept>,
     pub done: Option<Done>,
+    /// The attempt it was (1 for a first try).
+    pub attempt: u32,
+    /// How long it took.
+    pub took: Duration,
+    /// The failure as the CR's condition says it (credential taken out).
+    pub error: Option<String>,
 }
 
 /// The entry's load as others see it (`/katalog`, metrics, the lane, shard hand-over).
@@ -100,6 +113,7 @@ pub(crate) struct EntryState {
     schedule: Schedule,
     health: Health,
     lane: Arc<Lane>,
+    recorder: Recorder,
     published_health: watch::Sender<Health>,
     published_load: watch::Sender<Load>,
 }
@@ -127,6 +141,7 @@ impl EntryState {
             children,
             live,
             lane: Arc::new(Lane::default()),
+            recorder: Recorder::default(),
             process,
             ctx,
         }
@@ -199,6 +214,13 @@ impl EntryState {
                 self.enqueue_where(Reason::Resync, |k| shard_of(k, total) == shard);
             }
             Input::Wake => {}
+            Input::Inspect { key, reply } => {
+                let shown = match key {
+                    Some(key) => self.inspect(&key),
+                    None => self.objects(),
+                };
+                let _ = reply.send(shown);
+            }
             Input::QueuedByShard { total, reply } => {
                 let mut out = BTreeMap::new();
                 for key in self.schedule.queued_keys() {
@@ -232,7 +254,10 @@ impl EntryState {
         for effect in effects {
             match effect {
                 Effect::Enqueue(key, reason) => self.schedule.add(key, reason),
-                Effect::Forget(key) => self.schedule.forget(&key),
+                Effect::Forget(key) => {
+                    self.schedule.forget(&key);
+                    self.recorder.forget(&key);
+                }
             }
         }
     }
@@ -355,8 +380,12 @@ impl EntryState {
     ) -> Option<Result<Success, ReconcileError>> {
         let Finished {
             key,
+            reason,
             swept,
             mut done,
+            attempt,
+            took,
+            error,
         } = finished;
         if let Some(swept) = swept {
             // The sweep's deletes are the work's own writes: a child event they caused that
@@ -377,6 +406,8 @@ impl EntryState {
             outcome,
             own,
             later,
+            exchange,
+            plan,
         }) = done
         else {
             self.schedule.finished(&key, None, &mut self.health, now);
@@ -389,10 +420,110 @@ impl EntryState {
         let effects = self.index.finish(&key, own);
         self.schedule
             .finished(&key, Some(&outcome), &mut self.health, now);
+        let next = self.schedule.due_at(&key).map(|at| {
+            let wall =
+                k8s_openapi::jiff::Timestamp::now() + at.saturating_duration_since(Instant::now());
+            wall.round(k8s_openapi::jiff::Unit::Second)
+                .unwrap_or(wall)
+                .to_string()
+        });
+        let (result, why, stalled) = match &outcome {
+            Ok(Success::Reconciled { .. }) => ("ok", None, false),
+            Ok(Success::Gated(g)) => ("gated", Some(g.clone()), false),
+            Ok(Success::Deleting) => ("deleting", None, false),
+            Ok(Success::Finalized) => ("finalized", None, false),
+            Ok(Success::FinalizePending(_)) => ("finalizing", None, false),
+            Err(e) => ("error", error.or_else(|| Some(e.to_string())), e.stalls()),
+        };
+        self.recorder.add(
+            &key,
+            Record {
+                at: k8s_openapi::jiff::Timestamp::now().to_string(),
+                trigger: reason.as_str(),
+                attempt,
+                outcome: result,
+                reason: outcome.as_ref().err().map(ReconcileError::reason),
+                message: why,
+                stalled,
+                duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                call_ms: exchange
+                    .call
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                plan,
+                next,
+                exchange,
+            },
+        );
         self.apply(effects);
         self.publish_health();
         self.publish_load();
         Some(outcome)
+    }
+
+    /// The flight recorder's records of `key`, newest first, with where the key stands now.
+    fn inspect(&self, key: &str) -> Value {
+        json!({
+            "key": key,
+            "known": self.index.keys().iter().any(|k| k == key),
+            "state": self.state_of(key),
+            "records": self.recorder.show(key),
+        })
+    }
+
+    /// Where `key` stands: in flight, queued, backing off after failures, or how its last
+    /// reconcile ended.
+    fn state_of(&self, key: &str) -> &'static str {
+        if self.schedule.in_flight_keys().any(|k| k == key) {
+            "in flight"
+        } else if self.schedule.is_queued(key) {
+            "queued"
+        } else if let Some(last) = self.recorder.last(key) {
+            match last.outcome {
+                "ok" => "ready",
+                "error" if self.schedule.attempt(key) > 1 => "backing off",
+                "error" => "failed",
+                other => other,
+            }
+        } else {
+            "not reconciled yet"
+        }
+    }
+
+    /// Every CR with where it stands and its last reconcile, and the counts.
+    fn objects(&self) -> Value {
+        let mut keys = self.index.keys();
+        keys.sort();
+        let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let objects: Vec<Value> = keys
+            .iter()
+            .map(|key| {
+                let state = self.state_of(key);
+                *counts.entry(state).or_default() += 1;
+                let last = self.recorder.last(key);
+                json!({
+                    "key": key,
+                    "state": state,
+                    "trigger": last.map(|r| r.trigger),
+                    "at": last.map(|r| r.at.clone()),
+                    "reason": last.and_then(|r| r.reason),
+                    "message": last.and_then(|r| r.message.clone()),
+                    "attempt": self.schedule.attempt(key),
+                    "next": last.and_then(|r| r.next.clone()),
+                })
+            })
+            .collect();
+        let ready = counts.get("ready").copied().unwrap_or(0);
+        json!({
+            "counts": {
+                "total": keys.len(),
+                "ready": ready,
+                "notReady": keys.len() - ready,
+                "inFlight": counts.get("in flight").copied().unwrap_or(0),
+                "queued": counts.get("queued").copied().unwrap_or(0),
+                "backingOff": counts.get("backing off").copied().unwrap_or(0),
+            },
+            "objects": objects,
+        })
     }
 
     /// Every CR key the index knows.
@@ -590,17 +721,20 @@ spec:
         }
 
         fn end(&mut self, key: &str, own: OwnWrites) {
-            let done = Done {
-                outcome: Ok(Success::Reconciled {
+            let done = Done::early(
+                Ok(Success::Reconciled {
                     requeue_after: None,
                 }),
                 own,
-                later: None,
-            };
+            );
             let finished = Finished {
                 key: key.into(),
+                reason: Reason::Update,
                 swept: None,
                 done: Some(done),
+                attempt: 1,
+                took: Duration::ZERO,
+                error: None,
             };
             self.state
                 .handle(Input::Finished(Box::new(finished)), Instant::now());

@@ -36,8 +36,12 @@ impl Worker {
 
     /// Runs `work`: its sweep, then its reconcile.
     pub async fn run(&self, work: Work) -> Finished {
+        let started = std::time::Instant::now();
         let Work {
-            key, strays, job, ..
+            key,
+            reason,
+            strays,
+            job,
         } = work;
         let swept = if strays.is_empty() {
             None
@@ -48,7 +52,19 @@ impl Worker {
             Some(job) => Some(self.reconcile(job).await),
             None => None,
         };
-        Finished { key, swept, done }
+        let error = done
+            .as_ref()
+            .and_then(|d| d.outcome.as_ref().err())
+            .map(|e| self.transport.redact(&e.to_string()));
+        Finished {
+            key,
+            reason,
+            swept,
+            done,
+            attempt: job.as_ref().map_or(1, |j| j.attempt),
+            took: started.elapsed(),
+            error,
+        }
     }
 
     /// One reconcile; a panic is caught and recorded as its failure.
@@ -69,9 +85,8 @@ impl Worker {
                 let error = ReconcileError::Panicked(what);
                 let later = record_failure(&self.ctx, ports, job, &error).await;
                 Done {
-                    outcome: Err(error),
-                    own: Default::default(),
                     later,
+                    ..Done::early(Err(error), Default::default())
                 }
             }
         }

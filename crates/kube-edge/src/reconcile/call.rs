@@ -6,6 +6,7 @@ use std::time::Instant;
 use ork_protocol::{Decision, Policy};
 use serde_json::Value;
 
+use super::exchange::{Exchange, recordable};
 use super::job::{Job, Ports};
 use super::request;
 use crate::entry::EntryContext;
@@ -20,11 +21,17 @@ pub(super) async fn ask(
     job: &Job,
     owner: &Owner,
     finalizing: bool,
+    exchange: &mut Exchange,
 ) -> Result<Decision, ReconcileError> {
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
     let body = request::build(ctx, job, &cr, finalizing)?;
-    let answer = call(ctx, ports, &cr, body).await?;
+    exchange.request = Some(recordable(&body, ports.transport));
+    let started = Instant::now();
+    let answer = call(ctx, ports, &cr, body).await;
+    exchange.call = Some(started.elapsed());
+    let answer = answer?;
+    exchange.answer = Some(recordable(&answer, ports.transport));
     ork_protocol::decide(&answer, &ctx.policy(owner))
         .map_err(|e| ReconcileError::InvalidResponse(ports.transport.redact(&e.to_string())))
 }

@@ -14,6 +14,7 @@ use ork_protocol::Outcome;
 
 use super::call::ask;
 use super::children;
+use super::exchange::Exchange;
 use super::job::{Done, Job, Ports, Success};
 use super::record;
 use crate::entry::EntryContext;
@@ -54,14 +55,11 @@ pub(super) async fn finalize(
     let mut own = OwnWrites::default();
     if !job.cr.finalizers().iter().any(|f| f == FINALIZER) {
         // Nothing of ork's holds the CR; garbage collection takes its children.
-        return Done {
-            outcome: Ok(Success::Deleting),
-            own,
-            later: None,
-        };
+        return Done::early(Ok(Success::Deleting), own);
     }
     let kind = &ctx.cr_resource.kind;
-    let outcome = release(ctx, ports, job, owner, &mut own).await;
+    let mut exchange = Exchange::default();
+    let outcome = release(ctx, ports, job, owner, &mut own, &mut exchange).await;
     let event = match &outcome {
         Ok(Success::Finalized) => {
             tracing::info!("finalized; finalizer removed");
@@ -88,6 +86,8 @@ pub(super) async fn finalize(
         outcome,
         own,
         later: None,
+        exchange,
+        plan: None,
     }
 }
 
@@ -107,9 +107,10 @@ async fn release(
     job: &Job,
     owner: &Owner,
     own: &mut OwnWrites,
+    exchange: &mut Exchange,
 ) -> Result<Success, ReconcileError> {
     if ctx.remote.finalize {
-        let decision = ask(ctx, ports, job, owner, true).await?;
+        let decision = ask(ctx, ports, job, owner, true, exchange).await?;
         match decision.outcome {
             Outcome::Error { message } => {
                 return Err(ReconcileError::ServiceReported(

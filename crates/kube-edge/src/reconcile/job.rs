@@ -11,6 +11,8 @@ use ork_engine::queue::Reason;
 use ork_katalog::Sentinel;
 use serde_json::{Map, Value};
 
+use super::exchange::Exchange;
+use super::plan::Plan;
 use crate::cache::Holder;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
@@ -84,6 +86,23 @@ pub(crate) struct Done {
     pub own: OwnWrites,
     /// Writes that may wait: they never delay another CR's convergence (SPEC §10).
     pub later: Option<Later>,
+    /// The request and answer, for the flight recorder.
+    pub exchange: Exchange,
+    /// What it decided for the children, when it got that far.
+    pub plan: Option<Plan>,
+}
+
+impl Done {
+    /// A reconcile that ended with `outcome` before it exchanged anything with the service.
+    pub fn early(outcome: Result<Success, ReconcileError>, own: OwnWrites) -> Done {
+        Done {
+            outcome,
+            own,
+            later: None,
+            exchange: Exchange::default(),
+            plan: None,
+        }
+    }
 }
 
 /// The CR's annotations and events of a reconcile: written after it, on a lower-priority lane

@@ -6,6 +6,7 @@
 
 mod call;
 mod children;
+mod exchange;
 mod finalize;
 mod job;
 mod plan;
@@ -28,8 +29,9 @@ use crate::ports::Owner;
 
 use call::ask;
 pub(crate) use call::probe;
+pub(crate) use exchange::Exchange;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
-use plan::Plan;
+pub(crate) use plan::Plan;
 pub(crate) use record::record_failure;
 pub(crate) use sweep::{Swept, sweep};
 
@@ -39,11 +41,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
     let Some(owner) = ctx.owner(&job.cr) else {
         // The API server always sets a UID; a CR without one cannot own anything.
         let err = ReconcileError::Request("the CR has no metadata.uid".into());
-        return Done {
-            outcome: Err(err),
-            own: OwnWrites::default(),
-            later: None,
-        };
+        return Done::early(Err(err), OwnWrites::default());
     };
     let mut own = OwnWrites::default();
     // Before anything reads it, finalizing included: a CR ork could not read whole is never
@@ -61,16 +59,13 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         ports
             .metrics
             .reconciled(&ctx.name, "gated", started.elapsed());
-        return Done {
-            outcome: Ok(Success::Gated(why)),
-            own,
-            later: None,
-        };
+        return Done::early(Ok(Success::Gated(why)), own);
     }
     let mut plan = Plan::default();
+    let mut exchange = Exchange::default();
     let result = match undecodable {
         Some(e) => Err(e),
-        None => call_and_apply(ctx, ports, job, &owner, &mut own, &mut plan).await,
+        None => call_and_apply(ctx, ports, job, &owner, &mut own, &mut plan, &mut exchange).await,
     };
     let elapsed = started.elapsed();
     let changed_children = !own.applied.is_empty() || !own.deleted.is_empty();
@@ -118,10 +113,13 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         },
     )
     .await;
+    let planned = !plan.steps.is_empty() || decision.is_some();
     Done {
         outcome,
         own,
         later,
+        exchange,
+        plan: planned.then_some(plan),
     }
 }
 
@@ -134,9 +132,10 @@ async fn call_and_apply(
     owner: &Owner,
     own: &mut OwnWrites,
     plan: &mut Plan,
+    exchange: &mut Exchange,
 ) -> Result<Decision, ReconcileError> {
     finalize::ensure_finalizer(ctx, ports, &job.cr).await?;
-    let decision = ask(ctx, ports, job, owner, false).await?;
+    let decision = ask(ctx, ports, job, owner, false, exchange).await?;
     if !matches!(decision.outcome, Outcome::Error { .. }) {
         *plan = children::apply(ctx, ports, job, owner, &decision, own).await?;
     }
