@@ -5,6 +5,7 @@
 //! rest of ork reads without re-checking. Every problem carries the file, line and field path,
 //! so `ork validate` can point at it. [`template`] and [`condition`] are the two small
 //! languages the Katalog embeds (Go templates with Orkestra's notes, gate conditions).
+//! [`model`] only describes the file; `render` renders its templates over a CR at run time.
 
 pub mod condition;
 pub mod crd;
@@ -15,6 +16,7 @@ mod lines;
 mod load;
 pub mod model;
 mod problem;
+mod render;
 mod resolve;
 mod sentinel;
 mod suggest;

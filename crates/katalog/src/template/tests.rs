@@ -396,3 +396,42 @@ fn values_passed_on_are_the_values_go_passes_on() {
         "true false map[la"
     );
 }
+
+#[test]
+fn bool_default_keeps_a_boolean_field_and_falls_back_when_it_is_absent_or_not_a_boolean() {
+    let gate = r#"{{ boolTernary (boolDefault .spec.suspend false) "Suspended" "Active" }}"#;
+    assert_eq!(render(gate, json!({"spec": {}})), "Active");
+    assert_eq!(
+        render(gate, json!({"spec": {"suspend": true}})),
+        "Suspended"
+    );
+    assert_eq!(render(gate, json!({"spec": {"suspend": false}})), "Active");
+    // Only a boolean is kept: the text "true" or a number is not one, so the default wins.
+    let d = "{{ boolDefault .spec.suspend true }}";
+    assert_eq!(render(d, json!({"spec": {"suspend": false}})), "false");
+    assert_eq!(render(d, json!({"spec": {"suspend": "false"}})), "true");
+    assert_eq!(render(d, json!({"spec": {"suspend": 0}})), "true");
+    assert_eq!(render(d, json!({})), "true");
+    assert!(
+        render_err("{{ boolDefault .spec.suspend 5 }}", json!({}))
+            .contains("boolDefault: 5 is not a boolean")
+    );
+    assert!(render_err("{{ boolDefault .spec.suspend }}", json!({})).contains("boolDefault"));
+}
+
+#[test]
+fn list_len_counts_the_items_of_a_list_and_nothing_else() {
+    let cr = json!({"spec": {"regions": ["us-east-1", "eu-west-1"], "none": [],
+                             "name": "abc", "labels": {"a": "b"}}});
+    assert_eq!(render("{{ listLen .spec.regions }}", cr.clone()), "2");
+    assert_eq!(render("{{ listLen .spec.none }}", cr.clone()), "0");
+    assert_eq!(render("{{ listLen .spec.absent }}", cr.clone()), "0");
+    // Unlike `len`, a string or a map is not a list.
+    assert_eq!(render("{{ listLen .spec.name }}", cr.clone()), "0");
+    assert_eq!(render("{{ len .spec.name }}", cr.clone()), "3");
+    assert_eq!(render("{{ listLen .spec.labels }}", cr.clone()), "0");
+    assert_eq!(
+        render("{{ if gt (listLen .spec.regions) 1 }}multi{{ end }}", cr),
+        "multi"
+    );
+}

@@ -19,6 +19,13 @@ pub(super) fn list_has(call: &Call<'_>) -> Result<Value, TemplateError> {
     ))
 }
 
+/// `listLen`: the number of items of a list, 0 for anything else (unlike `len`, a string or a
+/// map counts 0 too, as in Orkestra).
+pub(super) fn list_len(call: &Call<'_>) -> Result<Value, TemplateError> {
+    let Call { args: a, .. } = *call;
+    Ok(Value::from(a[0].as_array().map_or(0, Vec::len)))
+}
+
 /// `mapKeys`.
 pub(super) fn map_keys(call: &Call<'_>) -> Result<Value, TemplateError> {
     let Call { args: a, .. } = *call;
@@ -75,7 +82,8 @@ pub(super) fn get_int_or(call: &Call<'_>) -> Result<Value, TemplateError> {
     })
 }
 
-/// `getBoolOr`.
+/// `getBoolOr` and `boolDefault`: the first argument when it is a boolean (a string "true" is
+/// not), else the second, which must read as one.
 pub(super) fn get_bool_or(call: &Call<'_>) -> Result<Value, TemplateError> {
     let Call { name, args: a, .. } = *call;
     Ok(match &a[0] {

@@ -22,7 +22,7 @@ use super::error::TemplateError;
 use super::pick;
 use super::value::{Meter, Val};
 use Arity::{Any, AtLeast, Exactly};
-use Body::{Lazy, Make, Missing, Pick};
+use Body::{Lazy, Make, Pick};
 
 /// A built-in function: its name, how many arguments it takes, and what it does.
 pub(super) struct Builtin {
@@ -49,9 +49,6 @@ pub(super) enum Body {
     Pick(for<'c> fn(&str, &[Val<'c>], &Meter) -> Result<Val<'c>, TemplateError>),
     /// Makes a new value from its arguments.
     Make(fn(&Call<'_>) -> Result<Value, TemplateError>),
-    /// An Orkestra name ork accepts in a Katalog but does not provide: a call to it renders as
-    /// an undefined function.
-    Missing,
 }
 
 /// A table row.
@@ -113,7 +110,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     // conditionals
     b("ternary", Exactly(3), Pick(pick::ternary)),
     b("boolTernary", Exactly(3), Pick(pick::bool_ternary)),
-    b("boolDefault", Any, Missing),
+    b("boolDefault", Exactly(2), Make(collections::get_bool_or)),
     b("eqTernary", Exactly(4), Pick(pick::eq_ternary)),
     b("coalesce", Any, Pick(pick::coalesce)),
     b("default", Any, Pick(pick::default_value)),
@@ -139,7 +136,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     // collections
     b("listHas", Exactly(2), Make(collections::list_has)),
     b("listGet", Exactly(2), Pick(pick::list_get)),
-    b("listLen", Any, Missing),
+    b("listLen", Exactly(1), Make(collections::list_len)),
     b("mapGet", Exactly(2), Pick(pick::map_get)),
     b("mapKeys", Exactly(1), Make(collections::map_keys)),
     b("mapValues", Exactly(1), Make(collections::map_values)),
@@ -300,7 +297,7 @@ pub fn call<'c>(
         Any => {}
     }
     match builtin.body {
-        Lazy | Missing => Ok(None),
+        Lazy => Ok(None),
         Pick(f) => f(name, &args, m).map(Some),
         Make(f) => {
             let refs: Vec<&Value> = args.iter().map(|v| &**v).collect();

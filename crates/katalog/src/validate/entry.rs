@@ -1,0 +1,101 @@
+//! One `spec.crds.<name>` entry: its own fields here, each section by the module that knows it,
+//! in the order `ork validate` reports them.
+
+use std::collections::BTreeSet;
+
+use super::depends_on::check_depends_on;
+use super::findings::{Findings, Scope};
+use super::gates::{check_pre_reconcile, check_validation_rules};
+use super::metadata::check_metadata;
+use super::namespaces::check_namespace_guards;
+use super::observe::check_observe;
+use super::reconcile::check_reconcile;
+use crate::model::{ApiTypes, CrdEntry, Katalog};
+use crate::sentinel::Sentinel;
+
+/// Every problem of entry `name`.
+pub(super) fn check_entry(
+    f: &mut Findings,
+    katalog: &Katalog,
+    notes: &BTreeSet<String>,
+    name: &str,
+    entry: &CrdEntry,
+) {
+    let p = format!("spec.crds.{name}");
+    check_name_and_mode(f, &p, name, entry);
+    check_api_types(f, &p, &entry.api_types, entry.crd_file.is_some());
+    check_namespace_guards(f, &p, entry);
+    check_depends_on(f, katalog, name, &p, entry);
+
+    let ob = &entry.operator_box;
+    let declared: BTreeSet<Sentinel> = ob.pre_reconcile.sentinels.iter().copied().collect();
+    let plain = Scope {
+        notes,
+        declared: &declared,
+        sentinels: false,
+    };
+    let gates = Scope {
+        notes,
+        declared: &declared,
+        sentinels: true,
+    };
+    check_metadata(f, &p, entry, &plain);
+    check_pre_reconcile(f, &p, ob, &gates);
+    check_validation_rules(f, &p, ob, &plain);
+    check_observe(f, katalog, &p, ob, &plain);
+    check_reconcile(f, &p, &ob.reconcile, &plain);
+}
+
+/// The entry name is a DNS label; `mode`, when written, is `dynamic`.
+fn check_name_and_mode(f: &mut Findings, p: &str, name: &str, entry: &CrdEntry) {
+    if !is_dns_label(name) {
+        f.add(
+            p,
+            format!("entry name \"{name}\" must be a lowercase DNS label"),
+            Some("it appears in metric labels and health URLs"),
+        );
+    }
+    if let Some(mode) = &entry.mode
+        && mode != "dynamic"
+    {
+        f.add(
+            format!("{p}.mode"),
+            format!("mode \"{mode}\" is not supported by ork"),
+            Some("typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove `mode`"),
+        );
+    }
+}
+
+/// `apiTypes`: every field given unless a `crdFile` supplies them, the plural lowercase.
+fn check_api_types(f: &mut Findings, p: &str, t: &ApiTypes, has_crd_file: bool) {
+    for (field, value) in [
+        ("group", &t.group),
+        ("version", &t.version),
+        ("kind", &t.kind),
+        ("plural", &t.plural),
+    ] {
+        if value.trim().is_empty() && !has_crd_file {
+            f.add(
+                format!("{p}.apiTypes.{field}"),
+                format!("apiTypes.{field} is required"),
+                Some("or point `crdFile:` at the CRD manifest to read apiTypes from it"),
+            );
+        }
+    }
+    if !t.plural.is_empty() && t.plural != t.plural.to_lowercase() {
+        f.add(
+            format!("{p}.apiTypes.plural"),
+            "plural must be lowercase",
+            Some(&format!("did you mean \"{}\"?", t.plural.to_lowercase())),
+        );
+    }
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}

@@ -1,0 +1,62 @@
+//! Semantic checks on a typed Katalog: what deserialisation alone cannot see, and the notices
+//! `ork validate` shows without failing.
+//!
+//! One small check per section, each in the module named after it: [`validate`] walks the
+//! Katalog (notes, then each entry, then dependency cycles) and an entry walks its sections
+//! in the order problems are reported. The checks share only [`findings`].
+
+mod auth;
+mod depends_on;
+mod entry;
+mod findings;
+mod functions;
+mod gates;
+mod managed;
+mod metadata;
+mod namespaces;
+mod notes;
+mod notices;
+mod observe;
+mod payload;
+mod reconcile;
+mod remote;
+
+use crate::model::Katalog;
+use depends_on::check_dependency_cycles;
+use entry::check_entry;
+use findings::Findings;
+use notes::check_notes;
+
+pub use findings::Finding;
+pub(crate) use notices::notices;
+pub use remote::{MAX_BURST, MAX_QPS, MIN_QPS};
+
+pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
+
+/// Every semantic problem in `katalog`.
+pub fn validate(katalog: &Katalog) -> Vec<Finding> {
+    let mut f = Findings::default();
+    if katalog.api_version != API_VERSION {
+        f.add(
+            "apiVersion",
+            format!("unsupported apiVersion \"{}\"", katalog.api_version),
+            Some(&format!("use `apiVersion: {API_VERSION}`")),
+        );
+    }
+    if katalog.kind != "Katalog" {
+        f.add(
+            "kind",
+            format!("kind \"{}\" is not a Katalog", katalog.kind),
+            Some("use `kind: Katalog` (Komposer and Motif files are not supported)"),
+        );
+    }
+    if katalog.spec.crds.is_empty() {
+        f.add("spec.crds", "the Katalog declares no entries", None);
+    }
+    let notes = check_notes(&mut f, katalog);
+    for (name, entry) in &katalog.spec.crds {
+        check_entry(&mut f, katalog, &notes, name, entry);
+    }
+    check_dependency_cycles(&mut f, katalog);
+    f.found
+}

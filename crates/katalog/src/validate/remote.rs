@@ -1,0 +1,165 @@
+//! `operatorBox.reconcile.remote`: the transport and its limits here; managed resources,
+//! payload, auth and TLS by their own modules, in the order `ork validate` reports them.
+
+use serde_json::Value;
+
+use super::auth::{check_auth, check_tls};
+use super::findings::{Findings, Scope};
+use super::functions::{check_functions, check_template_str};
+use super::managed::check_managed_resources;
+use super::payload::check_payload;
+use crate::model::{RateLimit, Remote};
+use crate::template::{Template, is_template};
+
+/// Bounds of `remote.rateLimit.qps` (calls per second).
+pub const MIN_QPS: f64 = 0.001;
+pub const MAX_QPS: f64 = 1_000_000.0;
+/// Largest `remote.rateLimit.burst`.
+pub const MAX_BURST: u32 = 1_000_000;
+
+pub(super) fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &Scope) {
+    check_transport(f, rp, remote, scope);
+    check_exec_only(f, rp, remote);
+    check_call_limits(f, rp, remote);
+    for (key, value) in &remote.args {
+        if let Value::String(s) = value
+            && is_template(s)
+        {
+            check_template_str(f, &format!("{rp}.args.{key}"), s, scope);
+        }
+    }
+    check_managed_resources(f, rp, &remote.managed_resources);
+    if let Some(auth) = &remote.auth {
+        check_auth(f, rp, auth);
+    }
+    check_payload(f, rp, remote);
+    if let Some(tls) = &remote.tls {
+        check_tls(f, rp, remote, tls);
+    }
+    if let Some(rl) = &remote.rate_limit {
+        check_rate_limit(f, rp, rl);
+    }
+}
+
+/// Exactly one of `endpoint` (HTTP) and `command` (exec), each well formed.
+fn check_transport(f: &mut Findings, rp: &str, remote: &Remote, scope: &Scope) {
+    match (&remote.endpoint, &remote.command) {
+        (None, None) => f.add(
+            format!("{rp}.endpoint"),
+            "reconcile.remote.endpoint is required",
+            Some("the URL ork POSTs each reconcile request to, e.g. http://127.0.0.1:8080/reconcile (or `command: [./reconcile.sh]` for the exec transport)"),
+        ),
+        (Some(_), Some(_)) => f.add(
+            format!("{rp}.command"),
+            "set either `endpoint` (HTTP) or `command` (exec), not both",
+            None,
+        ),
+        (Some(endpoint), None) => {
+            check_functions(f, &format!("{rp}.endpoint"), endpoint, scope, false);
+            check_endpoint(f, rp, endpoint);
+        }
+        (None, Some(cmd)) => {
+            if cmd.first().is_none_or(|p| p.trim().is_empty()) {
+                f.add(format!("{rp}.command"), "command needs a program", Some("e.g. command: [./reconcile.sh]"));
+            }
+            if remote.auth.is_some() {
+                f.add(
+                    format!("{rp}.auth"),
+                    "auth applies to an HTTP endpoint; a command runs locally",
+                    Some("pass what the command needs through `env:`"),
+                );
+            }
+        }
+    }
+}
+
+/// A literal endpoint is an http(s) URL with a host.
+fn check_endpoint(f: &mut Findings, rp: &str, endpoint: &Template) {
+    let path = format!("{rp}.endpoint");
+    if !endpoint.is_literal() {
+        return;
+    }
+    let url = endpoint.source();
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        f.add(
+            path,
+            format!("endpoint \"{url}\" is not an http(s) URL"),
+            Some("e.g. http://127.0.0.1:8080/reconcile"),
+        );
+        return;
+    };
+    if rest.split(['/', '?']).next().is_none_or(str::is_empty) {
+        f.add(path, format!("endpoint \"{url}\" has no host"), None);
+    }
+}
+
+/// `workingDir` and `env` belong to the exec transport.
+fn check_exec_only(f: &mut Findings, rp: &str, remote: &Remote) {
+    if remote.command.is_some() {
+        return;
+    }
+    if remote.working_dir.is_some() {
+        f.add(
+            format!("{rp}.workingDir"),
+            "workingDir applies to `command:` only",
+            None,
+        );
+    }
+    if !remote.env.is_empty() {
+        f.add(format!("{rp}.env"), "env applies to `command:` only", None);
+    }
+}
+
+/// `type` is `http`; `timeout` and `maxResponseBytes` are positive.
+fn check_call_limits(f: &mut Findings, rp: &str, remote: &Remote) {
+    if let Some(t) = &remote.transport
+        && t != "http"
+    {
+        f.add(
+            format!("{rp}.type"),
+            format!("unsupported transport \"{t}\""),
+            Some(if t == "grpc" {
+                "grpc is reserved in Orkestra too; use `http` (or `command:` for the exec transport)"
+            } else {
+                "only `http` is supported (or `command:` for the exec transport)"
+            }),
+        );
+    }
+    if remote.timeout.is_zero() {
+        f.add(
+            format!("{rp}.timeout"),
+            "timeout must be greater than zero",
+            None,
+        );
+    }
+    if remote.max_response_bytes == 0 {
+        f.add(
+            format!("{rp}.maxResponseBytes"),
+            "maxResponseBytes must be positive",
+            None,
+        );
+    }
+}
+
+fn check_rate_limit(f: &mut Findings, rp: &str, rl: &RateLimit) {
+    if !(rl.qps.is_finite() && (MIN_QPS..=MAX_QPS).contains(&rl.qps)) {
+        f.add(
+            format!("{rp}.rateLimit.qps"),
+            format!(
+                "qps must be between {MIN_QPS} and {MAX_QPS}, got {}",
+                rl.qps
+            ),
+            Some("calls per second, e.g. qps: 5 (0.1 is one call every 10s)"),
+        );
+    }
+    if rl.burst == 0 || rl.burst > MAX_BURST {
+        f.add(
+            format!("{rp}.rateLimit.burst"),
+            format!("burst must be between 1 and {MAX_BURST}, got {}", rl.burst),
+            None,
+        );
+    }
+}
