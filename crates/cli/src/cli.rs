@@ -41,6 +41,35 @@ enum Command {
     /// Generate what running ork in a cluster needs, derived from the Katalog.
     #[command(subcommand)]
     Generate(Generate),
+    /// Why a CR is or is not Ready: its conditions, where it stands, the plan for its children,
+    /// its last reconciles, the last request and answer (exit code 0 only when Ready).
+    Explain {
+        /// The CR as KIND/NAME (kind, plural or Kind.group), e.g. `webapp/hello`.
+        target: String,
+        /// Its namespace (default: the kubeconfig's).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// ork's HTTP address (default: $ORK_SERVER), e.g. http://127.0.0.1:8080 after
+        /// `kubectl port-forward`.
+        #[arg(long)]
+        server: Option<String>,
+        /// The bearer token to show ork (default: $ORK_TOKEN, else the kubeconfig's); ork asks
+        /// the API server whether its holder may get the CR.
+        #[arg(long)]
+        token: Option<String>,
+        /// Write the last exchange in `ork simulate --replay` format, and the CR, to DIR.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        /// Print everything as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context.
+        #[arg(long)]
+        context: Option<String>,
+    },
     /// Reconcile a CR now: sets its `orkestra.orkspace.io/requested-at` annotation, which
     /// makes ork start its backoff over and reconcile it at once.
     Retry {
@@ -69,7 +98,7 @@ impl Command {
             Command::Run(args) => Some(&args.katalog),
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
-            Command::Schema { .. } | Command::Retry { .. } => None,
+            Command::Schema { .. } | Command::Retry { .. } | Command::Explain { .. } => None,
         }
     }
 }
@@ -120,6 +149,25 @@ pub fn main() -> ExitCode {
             namespace,
             kubeconfig,
             context,
+        }),
+        Command::Explain {
+            target,
+            namespace,
+            server,
+            token,
+            save,
+            json,
+            kubeconfig,
+            context,
+        } => crate::explain::explain(crate::explain::ExplainArgs {
+            target,
+            namespace,
+            kubeconfig,
+            context,
+            server,
+            token,
+            save,
+            json,
         }),
         Command::Generate(Generate::Bundle(i)) => {
             crate::generate::bundle(&i.katalog, &i.target.names(), &i.image, i.scale())

@@ -2,6 +2,7 @@
 
 mod args;
 mod cli;
+mod explain;
 mod generate;
 mod http;
 mod output;

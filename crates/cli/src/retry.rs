@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::DynamicObject;
-use kube::discovery::{Discovery, Scope};
+use kube::discovery::{ApiResource, Discovery, Scope};
 use ork_kube::client::Protocol;
 use ork_kube::labels::REQUESTED_AT;
 
@@ -44,16 +44,29 @@ pub fn retry(args: RetryArgs) -> ExitCode {
     }
 }
 
-async fn request(args: RetryArgs) -> Result<String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let Some((kind, name)) = args
-        .target
+/// A CR named on the command line, found through discovery.
+pub(crate) struct Found {
+    pub api: Api<DynamicObject>,
+    pub resource: ApiResource,
+    pub name: String,
+}
+
+/// The CR `target` (KIND/NAME; kind, plural or Kind.group) in `namespace` (default: the
+/// kubeconfig's), with the API to read and write it.
+///
+/// # Errors
+/// A target that is not KIND/NAME, or a kind the API server does not serve.
+pub(crate) async fn find_cr(
+    client: kube::Client,
+    target: &str,
+    namespace: Option<&str>,
+) -> Result<Found> {
+    let Some((kind, name)) = target
         .split_once('/')
         .filter(|(k, n)| !k.is_empty() && !n.is_empty())
     else {
-        bail!("{:?}: expected KIND/NAME, e.g. webapp/hello", args.target);
+        bail!("{target:?}: expected KIND/NAME, e.g. webapp/hello");
     };
-    let client = crate::run::connect(args.kubeconfig, args.context, Protocol::Negotiated).await?;
     let discovery = Discovery::new(client.clone())
         .run()
         .await
@@ -68,11 +81,27 @@ async fn request(args: RetryArgs) -> Result<String> {
                 && (group.is_empty() || r.group == group)
         })
         .with_context(|| format!("the API server serves no kind {kind:?}"))?;
-    let api: Api<DynamicObject> = match (&caps.scope, &args.namespace) {
+    let api: Api<DynamicObject> = match (&caps.scope, namespace) {
         (Scope::Cluster, _) => Api::all_with(client, &resource),
         (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client, ns, &resource),
         (Scope::Namespaced, None) => Api::default_namespaced_with(client, &resource),
     };
+    Ok(Found {
+        api,
+        resource,
+        name: name.to_string(),
+    })
+}
+
+async fn request(args: RetryArgs) -> Result<String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = crate::run::connect(args.kubeconfig, args.context, Protocol::Negotiated).await?;
+    let Found {
+        api,
+        resource,
+        name,
+    } = find_cr(client, &args.target, args.namespace.as_deref()).await?;
+    let name = name.as_str();
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
     let patch = serde_json::json!({"metadata": {"annotations": {REQUESTED_AT: now}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))

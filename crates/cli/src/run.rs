@@ -208,6 +208,16 @@ pub(crate) async fn connect(
     context: Option<String>,
     protocol: Protocol,
 ) -> Result<Client> {
+    let config = kube_config(kubeconfig, context).await?;
+    Ok(ork_kube::client::client(config, protocol)?)
+}
+
+/// The client configuration of `kubeconfig` (default: `$KUBECONFIG`, `~/.kube/config` or in
+/// the cluster) and `context`, with ork's user agent.
+pub(crate) async fn kube_config(
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+) -> Result<Config> {
     let options = KubeConfigOptions {
         context,
         ..Default::default()
@@ -228,7 +238,7 @@ pub(crate) async fn connect(
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("ork/", env!("CARGO_PKG_VERSION"))),
     ));
-    Ok(ork_kube::client::client(config, protocol)?)
+    Ok(config)
 }
 
 /// `ORK_NAMESPACE`, else the in-cluster service-account namespace (either is a choice:

@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use crate::endpoint::UrlError;
 
-/// How many characters of service text (a body, stderr) an error message keeps.
-pub const SNIPPET_CHARS: usize = 200;
+/// How many characters of service text (a body, stderr) an error message keeps: enough for the
+/// cause a service gives, whole (the CR's condition keeps up to 4,000 characters, its events
+/// 1,000; the flight recorder all of it).
+pub const SNIPPET_CHARS: usize = 2048;
 
 /// Why a call did not produce an answer. Messages carry no header value and no user info;
 /// service text in them is cleaned and redacted.

@@ -182,7 +182,10 @@ async fn requests_use_http_1_1_and_title_case_header_names() {
 /// A service that puts the request it got, a terminal escape and a lot of padding in a 500.
 async fn echo_server() -> RawServer {
     RawServer::start(|req| {
-        let body = format!("{req}\u{1b}[2J\u{1b}[31mboom\r\n{}", "x".repeat(1000));
+        let body = format!(
+            "{req}\u{1b}[2J\u{1b}[31mboom\r\n{}",
+            "x".repeat(ork_remote::SNIPPET_CHARS + 1000)
+        );
         response(500, &[], &body)
     })
     .await
@@ -198,7 +201,7 @@ fn assert_clean(msg: &str, secrets: &[&str]) {
         .expect("status")
         .1;
     assert!(
-        snippet.chars().count() <= 200,
+        snippet.chars().count() <= ork_remote::SNIPPET_CHARS,
         "{} chars",
         snippet.chars().count()
     );

@@ -167,7 +167,7 @@ mod tests {
     #[test]
     fn past_the_entry_s_cap_new_records_keep_no_exchange() {
         let mut r = Recorder::default();
-        r.add("ns/a", record(0, ENTRY_BYTES - 10));
+        r.add("ns/a", record(0, ENTRY_BYTES - 100));
         r.add("ns/b", record(0, 100));
         assert!(r.last("ns/b").is_some_and(|x| x.exchange.size() == 0));
         assert!(r.bytes <= ENTRY_BYTES);

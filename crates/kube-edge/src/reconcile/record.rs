@@ -26,8 +26,12 @@ pub(super) struct Outcome<'a> {
     pub elapsed: Duration,
 }
 
-/// How long the error text on a CR may be.
+/// How long the error text of an event may be (the API server takes notes of up to 1 KiB).
 const ERROR_TEXT: usize = 1000;
+
+/// How long the error text in the CR's conditions may be: the cause first, never cut before it
+/// (SPEC §14), under the condition's own limit.
+const STATUS_TEXT: usize = 4000;
 
 /// Status after a reconcile, success or failure, written now; the annotations and events it
 /// calls for are returned for the lower-priority lane.
@@ -40,7 +44,7 @@ pub(super) async fn record(
     let cr = job.cr.as_ref();
     let error = outcome
         .error
-        .map(|e| clean(&ports.transport.redact(&e.to_string()), ERROR_TEXT));
+        .map(|e| clean(&ports.transport.redact(&e.to_string()), STATUS_TEXT));
     let decision = outcome.decision;
     let service_status = decision
         .and_then(|d| d.status.as_ref())

@@ -162,23 +162,27 @@ pub(crate) fn build_entries(
             .map(|m| offline_type(m, katalog, &options.crds))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| fail(EntryError::Offline(e.to_string())))?;
-        let credential = CredentialSource::offline(remote.auth.as_ref())
-            .map_err(|e| fail(EntryError::Credential(e)))?;
-        let tls = TransportSource::offline(&http, remote.tls.as_ref())
-            .map_err(|e| fail(EntryError::Tls(e)))?;
-        let base = for_remote(&remote, &options.katalog_dir, credential, tls)
-            .map_err(|e| fail(e.into()))?;
-        let tapped: Box<dyn Transport> =
-            match (&options.record, &options.replay) {
-                (Some(dir), _) => Box::new(Tap::record(dir.clone(), base).map_err(|error| {
-                    SimulateError::Record {
-                        dir: dir.display().to_string(),
-                        error,
-                    }
-                })?),
-                (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
-                (None, None) => base,
-            };
+        // A replay sends nothing: no credential or TLS material is needed for it.
+        let tapped: Box<dyn Transport> = match (&options.record, &options.replay) {
+            (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
+            (record, _) => {
+                let credential = CredentialSource::offline(remote.auth.as_ref())
+                    .map_err(|e| fail(EntryError::Credential(e)))?;
+                let tls = TransportSource::offline(&http, remote.tls.as_ref())
+                    .map_err(|e| fail(EntryError::Tls(e)))?;
+                let base = for_remote(&remote, &options.katalog_dir, credential, tls)
+                    .map_err(|e| fail(e.into()))?;
+                match record {
+                    Some(dir) => Box::new(Tap::record(dir.clone(), base).map_err(|error| {
+                        SimulateError::Record {
+                            dir: dir.display().to_string(),
+                            error,
+                        }
+                    })?),
+                    None => base,
+                }
+            }
+        };
         let timed = Arc::new(Timed {
             nanos: AtomicU64::new(0),
             inner: tapped,

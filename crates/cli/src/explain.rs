@@ -1,0 +1,371 @@
+//! `ork explain KIND/NAME [-n NS] --server URL`: why a CR is, or is not, Ready (SPEC §14).
+//!
+//! It reads the CR from the API server with the user's kubeconfig: its `Ready`, `Reconciling`
+//! and `Stalled` conditions, and since when. It asks ork's flight recorder (`GET
+//! /katalog/{entry}/objects/{ns}/{name}` on ork's HTTP port) for the rest:
+//! - where the CR stands now, and when its next retry is due;
+//! - the plan for its children;
+//! - its last reconciles, as a timeline;
+//! - the last request and answer.
+//!
+//! ork answers only a caller the API server allows to `get` the CR. The bearer token sent is
+//! `--token`, else `$ORK_TOKEN`, else the kubeconfig's own. The exit code is 0 only when the CR
+//! is Ready.
+//!
+//! `--save DIR` writes the last exchange as `ork simulate --replay` reads it (`0001.json`) and
+//! the CR as `cr.json`. `ork simulate -k katalog.yaml --cr DIR/cr.json --replay DIR` then shows
+//! what ork does with that answer, without the service or a cluster.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::core::DynamicObject;
+use serde_json::{Value, json};
+
+use crate::retry::{Found, find_cr};
+
+pub struct ExplainArgs {
+    pub target: String,
+    pub namespace: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// ork's HTTP address, e.g. `http://127.0.0.1:8080`.
+    pub server: Option<String>,
+    pub token: Option<String>,
+    pub save: Option<PathBuf>,
+    pub json: bool,
+}
+
+pub fn explain(args: ExplainArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ork explain: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(args)) {
+        Ok((text, ready)) => {
+            print!("{text}");
+            if ready {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("ork explain: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What to print, and whether the CR is Ready.
+async fn run(args: ExplainArgs) -> Result<(String, bool)> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = args
+        .server
+        .clone()
+        .or_else(|| std::env::var("ORK_SERVER").ok())
+        .context(
+            "where is ork? give its HTTP address with --server URL (or $ORK_SERVER), e.g. \
+             after `kubectl -n ork-system port-forward deploy/ork 8080`: --server http://127.0.0.1:8080",
+        )?;
+    let server = server.trim_end_matches('/').to_string();
+    let config = crate::run::kube_config(args.kubeconfig.clone(), args.context.clone()).await?;
+    let token = match args
+        .token
+        .clone()
+        .or_else(|| std::env::var("ORK_TOKEN").ok())
+    {
+        Some(t) => Some(t),
+        None => kubeconfig_token(&config)?,
+    };
+    let client = ork_kube::client::client(config, ork_kube::client::Protocol::Negotiated)?;
+    let Found {
+        api,
+        resource,
+        name,
+    } = find_cr(client, &args.target, args.namespace.as_deref()).await?;
+    let cr = api
+        .get(&name)
+        .await
+        .with_context(|| format!("reading {}/{name}", resource.kind))?;
+    let http = reqwest::Client::builder()
+        .build()
+        .context("an HTTP client")?;
+    let ork = Ork {
+        http,
+        server: server.clone(),
+        token,
+    };
+    let katalog = ork.get("/katalog").await?;
+    let entry = katalog["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["apiVersion"] == resource.api_version && e["kind"] == resource.kind)
+        .and_then(|e| e["name"].as_str())
+        .with_context(|| {
+            format!(
+                "no entry of the ork at {server} reconciles {} ({})",
+                resource.kind, resource.api_version
+            )
+        })?
+        .to_string();
+    let path = match cr.namespace() {
+        Some(ns) => format!("/katalog/{entry}/objects/{ns}/{name}"),
+        None => format!("/katalog/{entry}/objects/{name}"),
+    };
+    let record = ork.get(&path).await?;
+    let ready = condition(&cr, "Ready").is_some_and(|c| c["status"] == "True");
+    if let Some(dir) = &args.save {
+        save(dir, &cr, &record)?;
+    }
+    if args.json {
+        let out = json!({"object": cr, "entry": entry, "inspect": record});
+        return Ok((format!("{}\n", serde_json::to_string_pretty(&out)?), ready));
+    }
+    let mut text = render(&resource.kind, &cr, &record);
+    if let Some(dir) = &args.save {
+        let _ = writeln!(
+            text,
+            "\nsaved the last exchange to {d}: ork simulate -k KATALOG --cr {d}/cr.json --replay {d}",
+            d = dir.display()
+        );
+    }
+    Ok((text, ready))
+}
+
+/// ork's HTTP endpoints, asked with the caller's token.
+struct Ork {
+    http: reqwest::Client,
+    server: String,
+    token: Option<String>,
+}
+
+impl Ork {
+    async fn get(&self, path: &str) -> Result<Value> {
+        let url = format!("{}{path}", self.server);
+        let mut req = self.http.get(&url);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("asking ork at {url}"))?;
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        if !status.is_success() {
+            bail!("ork answered {status} for {path}: {}", body.trim());
+        }
+        serde_json::from_str::<Value>(&body)
+            .with_context(|| format!("ork's answer for {path} is not JSON"))
+    }
+}
+
+/// The bearer token of the kubeconfig's user, if it has one (a client certificate has none).
+fn kubeconfig_token(config: &kube::Config) -> Result<Option<String>> {
+    use secrecy::ExposeSecret;
+    if let Some(t) = &config.auth_info.token {
+        return Ok(Some(t.expose_secret().to_string()));
+    }
+    match &config.auth_info.token_file {
+        Some(file) => Ok(Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading the kubeconfig's token file {file}"))?
+                .trim()
+                .to_string(),
+        )),
+        None => Ok(None),
+    }
+}
+
+fn condition<'a>(cr: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
+    cr.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+/// The explanation as text.
+fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
+    let mut out = String::new();
+    let name = match cr.namespace() {
+        Some(ns) => format!("{kind} {ns}/{}", cr.name_any()),
+        None => format!("{kind} {}", cr.name_any()),
+    };
+    let records = record["records"].as_array().cloned().unwrap_or_default();
+    let last = records.first();
+    match condition(cr, "Ready") {
+        Some(c) if c["status"] == "True" => {
+            let _ = writeln!(
+                out,
+                "{name}: Ready since {}",
+                text(&c["lastTransitionTime"])
+            );
+        }
+        Some(c) => {
+            let _ = writeln!(
+                out,
+                "{name}: not Ready since {} ({})",
+                text(&c["lastTransitionTime"]),
+                text(&c["reason"])
+            );
+            let _ = writeln!(out, "  {}", text(&c["message"]));
+        }
+        None => {
+            let _ = writeln!(out, "{name}: no Ready condition yet");
+        }
+    }
+    if condition(cr, "Stalled").is_some_and(|c| c["status"] == "True") {
+        let _ = writeln!(
+            out,
+            "  stalled: ork will not succeed without a change to the CR, the Katalog, the service or ork's RBAC"
+        );
+    }
+    let mut now = format!("now: {}", text(&record["state"]));
+    if let Some(r) = last {
+        if let Some(attempt) = r["attempt"].as_u64().filter(|a| *a > 1) {
+            let _ = write!(now, ", attempt {attempt}");
+        }
+        if let Some(next) = r["next"].as_str() {
+            let _ = write!(now, ", next try at {next}");
+        }
+    }
+    let _ = writeln!(out, "{now}");
+    if let Some(message) = last.and_then(|r| r["message"].as_str()) {
+        let _ = writeln!(out, "\nlast error, whole:\n  {message}");
+    }
+    let _ = writeln!(out, "\nchildren (the last plan):");
+    match records.iter().find_map(|r| r["plan"]["steps"].as_array()) {
+        Some(steps) if !steps.is_empty() => {
+            for s in steps {
+                let _ = writeln!(out, "  {}", step(s));
+            }
+        }
+        Some(_) => {
+            let _ = writeln!(out, "  none asked for");
+        }
+        None => {
+            let _ = writeln!(out, "  no plan yet (no answer was applied)");
+        }
+    }
+    let _ = writeln!(out, "\nlast reconciles (newest first):");
+    if records.is_empty() {
+        let _ = writeln!(
+            out,
+            "  none recorded by this ork (it reconciles it on its next trigger)"
+        );
+    }
+    for r in &records {
+        let mut line = format!(
+            "  {}  {:<8} #{:<2} {:<9}",
+            text(&r["at"]),
+            text(&r["trigger"]),
+            r["attempt"].as_u64().unwrap_or(1),
+            text(&r["outcome"]),
+        );
+        if let Some(reason) = r["reason"].as_str() {
+            let _ = write!(line, " {reason}");
+        }
+        let _ = write!(line, "  {} ms", r["durationMs"].as_u64().unwrap_or(0));
+        if let Some(call) = r["callMs"].as_u64() {
+            let _ = write!(line, " (service {call} ms)");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for (title, field) in [("last request", "request"), ("last answer", "answer")] {
+        let _ = writeln!(out, "\n{title}:");
+        match last.map(|r| &r[field]) {
+            Some(Value::Null) | None => {
+                let _ = writeln!(out, "  none (no exchange recorded)");
+            }
+            Some(v) => {
+                let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+                for l in pretty.lines() {
+                    let _ = writeln!(out, "  {l}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "\nasked at {}", Timestamp::now());
+    out
+}
+
+/// One plan step in words (`ConfigMap ns/web: update (data.v)`).
+fn step(s: &Value) -> String {
+    let at = match s["namespace"].as_str() {
+        Some(ns) => format!("{ns}/{}", text(&s["name"])),
+        None => text(&s["name"]),
+    };
+    let what = match s["action"].as_str().unwrap_or_default() {
+        "update" => match s["fields"].as_array().filter(|f| !f.is_empty()) {
+            Some(fields) => {
+                let names: Vec<String> = fields.iter().map(text).collect();
+                format!("update ({})", names.join(", "))
+            }
+            None => "update (drop fields no longer sent)".into(),
+        },
+        "refused" => format!("refused: {}", text(&s["reason"])),
+        other => other.to_string(),
+    };
+    format!("{} {at}: {what}", text(&s["kind"]))
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Writes the last exchange in `ork simulate --replay` format and the CR beside it.
+fn save(dir: &std::path::Path, cr: &DynamicObject, record: &Value) -> Result<()> {
+    let last = record["records"]
+        .as_array()
+        .and_then(|r| r.first())
+        .filter(|r| !r["request"].is_null())
+        .context("--save: ork recorded no exchange for this CR yet")?;
+    let exchange = if last["answer"].is_null() {
+        json!({"request": last["request"], "error": last["message"]})
+    } else {
+        json!({"request": last["request"], "response": last["answer"]})
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |file: &str, v: &Value| -> Result<()> {
+        let path = dir.join(file);
+        std::fs::write(&path, serde_json::to_string_pretty(v)?)
+            .with_context(|| format!("writing {}", path.display()))
+    };
+    write("0001.json", &exchange)?;
+    let mut metadata = json!({"name": cr.name_any()});
+    if let Some(ns) = cr.namespace() {
+        metadata["namespace"] = json!(ns);
+    }
+    for (field, map) in [("labels", cr.labels()), ("annotations", cr.annotations())] {
+        if !map.is_empty() {
+            metadata[field] = json!(map);
+        }
+    }
+    let mut plain = json!({
+        "apiVersion": cr.types.as_ref().map(|t| t.api_version.clone()),
+        "kind": cr.types.as_ref().map(|t| t.kind.clone()),
+        "metadata": metadata,
+    });
+    if let Value::Object(data) = &cr.data {
+        for (k, v) in data.iter().filter(|(k, _)| k.as_str() != "status") {
+            plain[k] = v.clone();
+        }
+    }
+    write("cr.json", &plain)
+}
