@@ -86,10 +86,11 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 10] = [
+const E2E: [(&str, &str); 11] = [
     ("ork", "core"),
     ("ork", "run"),
     ("ork", "orkestra"),
+    ("ork", "e2e"),
     ("ork", "production"),
     ("ork", "reliability"),
     ("ork", "shards"),

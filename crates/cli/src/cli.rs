@@ -33,6 +33,8 @@ enum Command {
     /// Send each CR's request to the entry's service once and report every way the answers
     /// break the protocol.
     Check(CheckArgs),
+    /// Run Orkestra's `kind: E2E` specs against the kubeconfig's cluster.
+    E2e(crate::e2e::E2eArgs),
     /// Print a JSON Schema (draft 2020-12) of the Katalog, the request or the response.
     Schema {
         #[arg(value_parser = ["katalog", "request", "response"])]
@@ -69,7 +71,7 @@ impl Command {
             Command::Run(args) => Some(&args.katalog),
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
-            Command::Schema { .. } | Command::Retry { .. } => None,
+            Command::Schema { .. } | Command::Retry { .. } | Command::E2e(_) => None,
         }
     }
 }
@@ -90,6 +92,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => crate::run::run(args),
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
+        Command::E2e(args) => crate::e2e::run(args),
         Command::Schema { what } => {
             let schema = match what.as_str() {
                 "katalog" => schemars::schema_for!(ork_katalog::Katalog),

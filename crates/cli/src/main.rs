@@ -2,6 +2,7 @@
 
 mod args;
 mod cli;
+mod e2e;
 mod generate;
 mod http;
 mod output;
