@@ -69,6 +69,7 @@ impl Command {
             | Command::Generate(Generate::Bundle(Install { katalog, .. }))
             | Command::Generate(Generate::Values(Install { katalog, .. })) => Some(katalog),
             Command::Run(args) => Some(&args.katalog),
+            Command::Simulate(args) if !args.files.is_empty() => None,
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
             Command::Schema { .. } | Command::Retry { .. } | Command::E2e(_) => None,
@@ -90,6 +91,10 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
         Command::Run(args) => crate::run::run(args),
+        // Orkestra's `kind: Simulate` files, named or found next to the Katalog.
+        Command::Simulate(args) if !args.files.is_empty() || args.crs.is_empty() => {
+            crate::simulate_file::run(&args)
+        }
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
         Command::E2e(args) => crate::e2e::run(args),

@@ -9,6 +9,7 @@ mod output;
 mod retry;
 mod run;
 mod simulate;
+mod simulate_file;
 mod validate;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);

@@ -1,5 +1,5 @@
-//! `ork e2e` on Orkestra's test files: the example `examples/orkestra-remote` carries an E2E
-//! spec in Orkestra's format. Its E2E spec passes against
+//! `ork e2e` and `ork simulate` on Orkestra's test files: the example `examples/orkestra-remote`
+//! carries an E2E spec and a Simulate spec in Orkestra's format. Its E2E spec passes against
 //! the local cluster while `ork run` runs the example; a wrong expectation fails naming the
 //! object, field, expected and found value, and prints the spec's `onFailure` diagnostics.
 //!
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use anyhow::{Result, ensure};
-use common::example::{ExampleCleanup, PORT, Reconciler, example};
+use common::example::{ExampleCleanup, PORT, Reconciler, example, offline_katalog};
 use common::spawn_ork;
 use ork_test_support::{TestNamespace, client};
 
@@ -29,6 +29,7 @@ fn copy_example(tag: &str) -> Result<PathBuf> {
         "reconciler.py",
         "katalog.yaml",
         "test/e2e.yaml",
+        "test/simulate.yaml",
     ] {
         std::fs::copy(example().join(file), dir.join(file))?;
     }
@@ -48,6 +49,41 @@ fn ork(dir: &Path, args: &[&str]) -> Result<(Output, String)> {
         String::from_utf8_lossy(&out.stderr)
     );
     Ok((out, text))
+}
+
+#[test]
+fn the_examples_simulate_spec_holds_offline_and_a_wrong_one_fails_clearly() -> Result<()> {
+    let dir = copy_example("sim")?;
+    let service = Reconciler::start(&dir, 0, dir.join("reconciler.log"))?;
+    std::fs::write(dir.join("katalog.yaml"), offline_katalog(service.port)?)?;
+
+    // No arguments: the Katalog next to test/simulate.yaml runs that file, as Orkestra does.
+    let (out, text) = ork(&dir, &["simulate"])?;
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("+ Deployment orkestra-remote/my-webapp\n"),
+        "{text}"
+    );
+    assert!(text.contains("✓ steady"), "{text}");
+    assert!(
+        text.contains("✓ apply deployments/my-webapp (cycle 1)"),
+        "{text}"
+    );
+    assert!(text.contains("PASS"), "{text}");
+
+    let wrong = std::fs::read_to_string(dir.join("test/simulate.yaml"))?
+        .replace("name: my-webapp-svc", "name: my-webapp-service");
+    std::fs::write(dir.join("test/wrong.yaml"), wrong)?;
+    let (out, text) = ork(&dir, &["simulate", "test/wrong.yaml"])?;
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("✗ apply services/my-webapp-service (cycle 1): no such op in cycle 1"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL"), "{text}");
+    drop(service);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

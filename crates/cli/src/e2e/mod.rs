@@ -16,6 +16,7 @@ use ork_kube::client::Protocol;
 
 use crate::output::say;
 use run::{Case, Outcome, Shell, SpecReport};
+pub use spec::{Meta, parse as parse_yaml};
 
 #[derive(Debug, clap::Args)]
 pub struct E2eArgs {
