@@ -91,6 +91,7 @@ const E2E: [(&str, &str); 11] = [
     ("ork", "inspect"),
     ("ork", "run"),
     ("ork", "orkestra"),
+    ("ork", "e2e"),
     ("ork", "production"),
     ("ork", "reliability"),
     ("ork", "shards"),

@@ -83,8 +83,11 @@ pub struct SimulateArgs {
     /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
     #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
     pub katalog: PathBuf,
+    /// Orkestra's `kind: Simulate` files (default, without --cr: test/simulate.yaml or
+    /// simulate.yaml next to the Katalog).
+    pub files: Vec<PathBuf>,
     /// A file of CRs to reconcile (several documents allowed); repeatable.
-    #[arg(long = "cr", required = true)]
+    #[arg(long = "cr")]
     pub crs: Vec<PathBuf>,
     /// A CRD file, for the scope and kind of custom managed types; repeatable.
     #[arg(long = "crd")]

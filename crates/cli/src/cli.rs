@@ -33,6 +33,8 @@ enum Command {
     /// Send each CR's request to the entry's service once and report every way the answers
     /// break the protocol.
     Check(CheckArgs),
+    /// Run Orkestra's `kind: E2E` specs against the kubeconfig's cluster.
+    E2e(crate::e2e::E2eArgs),
     /// Print a JSON Schema (draft 2020-12) of the Katalog, the request or the response.
     Schema {
         #[arg(value_parser = ["katalog", "request", "response"])]
@@ -96,9 +98,13 @@ impl Command {
             | Command::Generate(Generate::Bundle(Install { katalog, .. }))
             | Command::Generate(Generate::Values(Install { katalog, .. })) => Some(katalog),
             Command::Run(args) => Some(&args.katalog),
+            Command::Simulate(args) if !args.files.is_empty() => None,
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
-            Command::Schema { .. } | Command::Retry { .. } | Command::Explain { .. } => None,
+            Command::Schema { .. }
+            | Command::Retry { .. }
+            | Command::Explain { .. }
+            | Command::E2e(_) => None,
         }
     }
 }
@@ -117,8 +123,13 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Validate { katalog } => crate::validate::run(&katalog),
         Command::Run(args) => crate::run::run(args),
+        // Orkestra's `kind: Simulate` files, named or found next to the Katalog.
+        Command::Simulate(args) if !args.files.is_empty() || args.crs.is_empty() => {
+            crate::simulate_file::run(&args)
+        }
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
+        Command::E2e(args) => crate::e2e::run(args),
         Command::Schema { what } => {
             let schema = match what.as_str() {
                 "katalog" => schemars::schema_for!(ork_katalog::Katalog),

@@ -2,6 +2,7 @@
 
 mod args;
 mod cli;
+mod e2e;
 mod explain;
 mod generate;
 mod http;
@@ -9,6 +10,7 @@ mod output;
 mod retry;
 mod run;
 mod simulate;
+mod simulate_file;
 mod validate;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);

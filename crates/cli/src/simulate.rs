@@ -14,59 +14,75 @@ use serde_json::Value;
 use crate::args::{CheckArgs, SimulateArgs};
 
 pub fn run(args: SimulateArgs) -> ExitCode {
-    let katalog = match load_file(&args.katalog) {
-        Ok(k) => k,
-        Err(problems) => {
-            eprintln!("{problems}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let report = (|| -> Result<Report> {
-        let crs = read_documents(&args.crs)?;
-        let crds = read_documents(&args.crds)?;
-        let options = SimulateOptions {
-            cycles: args.cycles,
-            katalog_dir: args
-                .katalog
-                .parent()
-                .map(Path::to_path_buf)
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or_else(|| PathBuf::from(".")),
-            crds,
-            record: args.record.clone(),
-            replay: args.replay.clone(),
-        };
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let rt = tokio::runtime::Runtime::new()?;
-        Ok::<_, anyhow::Error>(rt.block_on(simulate(katalog, crs, options))?)
-    })();
-    let mut report = match report {
+    let report = simulate_files(
+        &args.katalog,
+        &args.crs,
+        &args.crds,
+        args.cycles,
+        (args.record.clone(), args.replay.clone()),
+    );
+    let report = match report {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ork simulate: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    redact_times(&mut report);
-    match args.output.as_str() {
-        "json" => match serde_json::to_string_pretty(&report) {
-            Ok(text) => crate::output::say!("{text}"),
-            Err(e) => {
-                eprintln!("ork simulate: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-        _ => crate::output::emit(&render_text(&report)),
+    if !print_report(&report, &args.output) {
+        return ExitCode::FAILURE;
     }
-    eprintln!(
-        "ork's own time: {:.0} ms (the service's time excluded)",
-        report.ork_time.as_secs_f64() * 1000.0
-    );
     if report.failed || !report.steady {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Runs the pipeline on a Katalog file and CR and CRD files; `tapes` are --record and --replay.
+///
+/// # Errors
+/// The Katalog is invalid (every problem), a file cannot be read, or the simulation fails.
+pub fn simulate_files(
+    katalog_path: &Path,
+    crs: &[PathBuf],
+    crds: &[PathBuf],
+    cycles: usize,
+    tapes: (Option<PathBuf>, Option<PathBuf>),
+) -> Result<Report> {
+    let katalog = load_file(katalog_path).map_err(|problems| anyhow::anyhow!("{problems}"))?;
+    let crs = read_documents(crs)?;
+    let crds = read_documents(crds)?;
+    let options = SimulateOptions {
+        cycles,
+        katalog_dir: crate::args::folder_of(katalog_path),
+        crds,
+        record: tapes.0,
+        replay: tapes.1,
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut report = rt.block_on(simulate(katalog, crs, options))?;
+    redact_times(&mut report);
+    Ok(report)
+}
+
+/// Prints the report as text or JSON, and ork's own time; false when it cannot be written.
+pub fn print_report(report: &Report, format: &str) -> bool {
+    match format {
+        "json" => match serde_json::to_string_pretty(report) {
+            Ok(text) => crate::output::say!("{text}"),
+            Err(e) => {
+                eprintln!("ork simulate: {e}");
+                return false;
+            }
+        },
+        _ => crate::output::emit(&render_text(report)),
+    }
+    eprintln!(
+        "ork's own time: {:.0} ms (the service's time excluded)",
+        report.ork_time.as_secs_f64() * 1000.0
+    );
+    true
 }
 
 pub fn check(args: CheckArgs) -> ExitCode {

@@ -3,6 +3,8 @@
 //! for Ready.
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod example;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
