@@ -4,11 +4,13 @@ mod args;
 mod cli;
 mod explain;
 mod generate;
+mod guard;
 mod http;
 mod output;
 mod retry;
 mod run;
 mod simulate;
+mod status_page;
 mod validate;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);
