@@ -86,7 +86,7 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 11] = [
+const E2E: [(&str, &str); 12] = [
     ("ork", "core"),
     ("ork", "inspect"),
     ("ork", "run"),
@@ -117,6 +117,7 @@ fn test(args: &[&str]) -> Result<()> {
         }
     }
     ensure_python_jsonschema()?;
+    ensure_chromium()?;
     helm::ensure()?;
     let cluster = cluster::Cluster::new(&version);
     let started = cluster.up()?;
@@ -124,6 +125,7 @@ fn test(args: &[&str]) -> Result<()> {
     cmd.current_dir(workspace_root())
         .env("KUBECONFIG", cluster.kubeconfig())
         .env("ORK_HELM", helm::binary())
+        .env("ORK_CHROMIUM", CHROMIUM)
         .env("ORK_EXPECT_KUBERNETES", &version)
         .arg("test");
     if e2e {
@@ -140,6 +142,31 @@ fn test(args: &[&str]) -> Result<()> {
     let status = status?;
     if !status.success() {
         return Err(format!("cargo test on Kubernetes {version} failed ({status})").into());
+    }
+    Ok(())
+}
+
+/// The browser the status page is tested in: Debian's Chromium, headless.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Installs Debian's `chromium` for the status page's browser test when it is not there.
+fn ensure_chromium() -> Result<()> {
+    if std::path::Path::new(CHROMIUM).exists() {
+        return Ok(());
+    }
+    eprintln!("test: installing Debian's chromium for the status page's browser test");
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", "chromium"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !install() {
+        run(Command::new("apt-get").args(["update", "-q"]))?;
+        if !install() {
+            return Err("apt-get could not install chromium".into());
+        }
     }
     Ok(())
 }

@@ -2,41 +2,17 @@
 //! scrapers expect), `/katalog` and `/katalog/{entry}/health` (only for a caller the API server
 //! allows to list the CRs concerned, SPEC §11: they carry the CRs' health and service text).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, FromRef, Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use kube::Client;
 use ork_kube::Runtime;
-use ork_kube::access::{Access, ReadCheck, review};
 
-/// Who may read `/katalog`.
-#[derive(Clone)]
-pub struct Guard {
-    /// Asks the API server (TokenReview, SubjectAccessReview); `None` serves nobody.
-    pub client: Option<Client>,
-    /// Callers on loopback need no token (`--unauthenticated-loopback`, local development).
-    pub loopback_open: bool,
-    /// Entry → the CRs a reader must be allowed to list.
-    pub entries: Arc<BTreeMap<String, ReadCheck>>,
-}
-
-#[derive(Clone)]
-struct AppState {
-    runtime: Runtime,
-    guard: Guard,
-}
-
-impl FromRef<AppState> for Runtime {
-    fn from_ref(s: &AppState) -> Runtime {
-        s.runtime.clone()
-    }
-}
+use crate::guard::AppState;
+pub use crate::guard::Guard;
 
 /// Binds `addr` and serves until the process ends.
 ///
@@ -55,6 +31,16 @@ pub async fn serve(addr: SocketAddr, runtime: Runtime, guard: Guard) -> std::io:
         .route("/katalog/{entry}/objects/{name}", get(cluster_object))
         .route("/katalog/{entry}/objects/{namespace}/{name}", get(object))
         .route("/katalog/{entry}/cr/{namespace}/{name}", get(object))
+        .route("/status", get(crate::status_page::overview))
+        .route(
+            "/status/login",
+            axum::routing::post(crate::status_page::login),
+        )
+        .route("/status/{entry}", get(crate::status_page::entry))
+        .route(
+            "/status/{entry}/{namespace}/{name}",
+            get(crate::status_page::object),
+        )
         .with_state(AppState { runtime, guard });
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /healthz /readyz /metrics /katalog");
@@ -63,70 +49,6 @@ pub async fn serve(addr: SocketAddr, runtime: Runtime, guard: Guard) -> std::io:
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .await
-}
-
-impl Guard {
-    /// `Ok` when the caller may read what `entries` name; else the response to send (401
-    /// without a usable token, 403 when the API server says no, 503 when it cannot be asked).
-    /// The token is never logged nor echoed.
-    async fn admit<'a>(
-        &self,
-        peer: SocketAddr,
-        headers: &HeaderMap,
-        entries: impl Iterator<Item = &'a String>,
-    ) -> Result<(), Response> {
-        let checks: Vec<ReadCheck> = entries
-            .filter_map(|e| self.entries.get(e).cloned())
-            .collect();
-        self.admit_for(peer, headers, &checks).await
-    }
-
-    /// [`Guard::admit`] for what `checks` name.
-    async fn admit_for(
-        &self,
-        peer: SocketAddr,
-        headers: &HeaderMap,
-        checks: &[ReadCheck],
-    ) -> Result<(), Response> {
-        if self.loopback_open && peer.ip().is_loopback() {
-            return Ok(());
-        }
-        let unauthorized = || {
-            (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "a bearer token of a user who may list these CRs is required\n",
-            )
-                .into_response()
-        };
-        let Some(token) = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        else {
-            return Err(unauthorized());
-        };
-        let Some(client) = &self.client else {
-            return Err(unauthorized());
-        };
-        match review(client, token, checks).await {
-            Ok(Access::Allowed) => Ok(()),
-            Ok(Access::Unauthenticated) => Err(unauthorized()),
-            Ok(Access::Forbidden { user, what }) => {
-                Err((StatusCode::FORBIDDEN, format!("{user} may not {what}\n")).into_response())
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot ask the API server who reads /katalog");
-                Err((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "cannot reach the API server to authorize the request\n",
-                )
-                    .into_response())
-            }
-        }
-    }
 }
 
 /// Ready once every entry's cache holds its initial list and the API server serves every
@@ -288,39 +210,5 @@ fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_string_pretty(value) {
         Ok(body) => (status, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn guard(loopback_open: bool) -> Guard {
-        Guard {
-            client: None,
-            loopback_open,
-            entries: Arc::default(),
-        }
-    }
-
-    #[tokio::test]
-    async fn loopback_is_open_only_when_asked_and_the_network_never() {
-        let local: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
-        let remote: SocketAddr = "10.1.2.3:5000".parse().expect("addr");
-        let none = HeaderMap::new();
-        let entries: Vec<String> = Vec::new();
-        assert!(
-            guard(true)
-                .admit(local, &none, entries.iter())
-                .await
-                .is_ok()
-        );
-        for (g, peer) in [(guard(false), local), (guard(true), remote)] {
-            let refused = g
-                .admit(peer, &none, entries.iter())
-                .await
-                .expect_err("no token");
-            assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
-        }
     }
 }

@@ -5,12 +5,14 @@ mod cli;
 mod e2e;
 mod explain;
 mod generate;
+mod guard;
 mod http;
 mod output;
 mod retry;
 mod run;
 mod simulate;
 mod simulate_file;
+mod status_page;
 mod validate;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);

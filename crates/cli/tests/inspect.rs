@@ -181,3 +181,109 @@ async fn wait_for_explained(args: &[&str], what: &str) -> Result<(i32, String)> 
     }
     Ok(last)
 }
+
+/// Debian's Chromium, headless, as the suite runs it: `args` then `url`; what it printed.
+fn chromium(args: &[&str], url: &str) -> Result<String> {
+    let browser = std::env::var("ORK_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let profile = tempfile_dir("ork-chromium")?;
+    let out = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .output()
+        .map_err(|e| anyhow::anyhow!("{browser}: {e} (cargo xtask test installs it)"))?;
+    let _ = std::fs::remove_dir_all(&profile);
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A new empty folder under the system's temporary one.
+fn tempfile_dir(prefix: &str) -> Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_in_chromium_shows_the_entry_the_counts_and_a_failing_cr() -> Result<()> {
+    let svc = FakeService::start(|req| {
+        if req["object"]["metadata"]["name"] == "bad" {
+            Reply::Respond(500, "quota exceeded in region <eu-1>".into())
+        } else {
+            webapp_answer(req)
+        }
+    })
+    .await?;
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let katalog = katalog(&ns.name, &http(&svc.url), "");
+    let (client, ork) = start_katalog_with(&ns, &katalog, &["--unauthenticated-loopback"]).await?;
+    for name in ["good", "bad"] {
+        create_webapp(&client, &ns.name, name, "nginx:1").await?;
+    }
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "good", "True").await?;
+    wait_ready(&api, "bad", "False").await?;
+    let base = format!("http://{}", ork.http().await?);
+
+    let overview = chromium(&["--dump-dom"], &format!("{base}/status"))?;
+    assert!(overview.contains("<h1>ork: test</h1>"), "{overview}");
+    assert!(
+        overview.contains(r#"<a href="/status/webapp">webapp</a>"#),
+        "{overview}"
+    );
+    assert!(overview.contains("WebApp"), "{overview}");
+
+    let entry = chromium(&["--dump-dom"], &format!("{base}/status/webapp"))?;
+    for count in [
+        r#"<li data-count="total">CRs: <b>2</b></li>"#,
+        r#"<li data-count="ready">ready: <b>1</b></li>"#,
+        r#"<li data-count="notReady">not ready: <b>1</b></li>"#,
+    ] {
+        assert!(entry.contains(count), "{count} in {entry}");
+    }
+    let link = format!(r#"<a href="/status/webapp/{}/bad">"#, ns.name);
+    assert!(entry.contains(&link), "{entry}");
+
+    let url = format!("{base}/status/webapp/{}/bad", ns.name);
+    let explain = chromium(&["--dump-dom"], &url)?;
+    for expected in [
+        "quota exceeded in region &lt;eu-1&gt;",
+        "ServiceError",
+        r#"<table id="timeline">"#,
+        r#"<pre id="request">"#,
+    ] {
+        assert!(explain.contains(expected), "{expected} in {explain}");
+    }
+    assert!(!explain.contains("<eu-1>"), "service text is escaped");
+
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
+    let _ = std::fs::remove_file(&shot);
+    chromium(
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,900",
+        ],
+        &url,
+    )?;
+    assert!(
+        std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000),
+        "a screenshot at {}",
+        shot.display()
+    );
+    eprintln!("status page screenshot: {}", shot.display());
+    Ok(())
+}

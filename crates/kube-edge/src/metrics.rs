@@ -54,8 +54,11 @@ fn seconds_histogram() -> Histogram {
 pub(crate) struct Metrics {
     registry: std::sync::Arc<Registry>,
     reconciles: Family<ResultLabels, Counter>,
-    reconcile_duration: Family<EntryLabel, Histogram, fn() -> Histogram>,
+    reconcile_duration: Family<ResultLabels, Histogram, fn() -> Histogram>,
     remote_calls: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
+    queue_wait: Family<EntryLabel, Histogram, fn() -> Histogram>,
+    apply_duration: Family<KindLabels, Histogram, fn() -> Histogram>,
+    failures: Family<ReasonLabels, Counter>,
     applies: Family<ApplyLabels, Counter>,
     queue_depth: Family<EntryLabel, Gauge>,
     workers_busy: Family<EntryLabel, Gauge>,
@@ -64,6 +67,12 @@ pub(crate) struct Metrics {
     shards_held: Gauge,
     shard_queue_depth: Family<ShardLabel, Gauge>,
     undecodable: Family<KindLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    entry: String,
+    reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -89,12 +98,32 @@ impl Metrics {
             "Reconciles by entry and result (ok, error, gated)",
             reconciles.clone(),
         );
-        let reconcile_duration: Family<EntryLabel, Histogram, fn() -> Histogram> =
+        let reconcile_duration: Family<ResultLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(seconds_histogram);
         registry.register(
             "ork_reconcile_duration_seconds",
-            "Duration of a whole reconcile (call, apply, status, events)",
+            "Duration of a whole reconcile (call, apply, status) by entry and result (ok, error)",
             reconcile_duration.clone(),
+        );
+        let queue_wait: Family<EntryLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(seconds_histogram);
+        registry.register(
+            "ork_queue_wait_seconds",
+            "Time from a change (or a retry falling due) to its reconcile starting",
+            queue_wait.clone(),
+        );
+        let apply_duration: Family<KindLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(seconds_histogram);
+        registry.register(
+            "ork_apply_duration_seconds",
+            "Duration of one server-side apply of a child by entry and kind",
+            apply_duration.clone(),
+        );
+        let failures = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "ork_reconcile_failures",
+            "Failed reconciles by entry and the condition reason of the step that failed",
+            failures.clone(),
         );
         let remote_calls: Family<OutcomeLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(seconds_histogram);
@@ -159,6 +188,9 @@ impl Metrics {
             reconciles,
             reconcile_duration,
             remote_calls,
+            queue_wait,
+            apply_duration,
+            failures,
             applies,
             queue_depth,
             workers_busy,
@@ -176,11 +208,41 @@ impl Metrics {
             .inc();
         if result != "gated" {
             self.reconcile_duration
-                .get_or_create(&EntryLabel {
+                .get_or_create(&ResultLabels {
                     entry: entry.into(),
+                    result: result.into(),
                 })
                 .observe(took.as_secs_f64());
         }
+    }
+
+    /// A reconcile failed at the step `reason` names (`ServiceUnreachable`, `AnswerRejected`…).
+    pub fn failed(&self, entry: &str, reason: &str) {
+        self.failures
+            .get_or_create(&ReasonLabels {
+                entry: entry.into(),
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// A key waited `took` in the queue before its reconcile started.
+    pub fn queue_wait(&self, entry: &str, took: Duration) {
+        self.queue_wait
+            .get_or_create(&EntryLabel {
+                entry: entry.into(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// One apply of a child of `kind` took `took`.
+    pub fn apply_duration(&self, entry: &str, kind: &str, took: Duration) {
+        self.apply_duration
+            .get_or_create(&KindLabels {
+                entry: entry.into(),
+                kind: kind.into(),
+            })
+            .observe(took.as_secs_f64());
     }
 
     pub fn remote_call(&self, entry: &str, outcome: &str, took: Duration) {

@@ -28,6 +28,9 @@ pub(crate) struct Schedule {
     /// Reconciles per key so far (the metrics annotation).
     counts: HashMap<String, u64>,
     recovery: Recovery,
+    /// Since when each waiting key waits (a change seen, or a retry's time), for the metric of
+    /// the time keys wait; measured, never decided on.
+    waiting_since: HashMap<String, Instant>,
 }
 
 /// Keys waiting out a backoff because the service was unreachable, and the probe among them.
@@ -56,6 +59,7 @@ impl Schedule {
             sweeps: Backoff::from_queue(queue),
             counts: HashMap::new(),
             recovery: Recovery::default(),
+            waiting_since: HashMap::new(),
         }
     }
 
@@ -65,7 +69,22 @@ impl Schedule {
         if reason == Reason::Manual {
             self.backoff.reset(&key);
         }
+        self.waiting_since
+            .entry(key.clone())
+            .or_insert_with(Instant::now);
         self.queue.add(key, reason);
+    }
+
+    /// How long `key`, just handed out at `now`, waited.
+    pub fn waited(&mut self, key: &str, now: Instant) -> Option<Duration> {
+        let since = self.waiting_since.remove(key)?;
+        Some(now.saturating_duration_since(since))
+    }
+
+    /// `key` is queued for `at` (a retry, a requeue, a sweep).
+    fn add_at(&mut self, key: String, reason: Reason, at: Instant) {
+        self.waiting_since.entry(key.clone()).or_insert(at);
+        self.queue.add_at(key, reason, at);
     }
 
     /// The next key to reconcile at `now`, marked in flight until [`Schedule::finished`] or
@@ -115,6 +134,7 @@ impl Schedule {
         self.sweeps.reset(&k);
         self.counts.remove(key);
         self.recovery.waiting.remove(key);
+        self.waiting_since.remove(key);
     }
 
     /// How the sweep of `key` (the children of CRs gone under it) ended: a failed one is tried
@@ -126,7 +146,7 @@ impl Schedule {
             self.sweeps.reset(&k);
         } else {
             let delay = self.sweeps.failed(k.clone());
-            self.queue.add_at(k, Reason::Sweep, later(now, delay));
+            self.add_at(k, Reason::Sweep, later(now, delay));
         }
     }
 
@@ -159,8 +179,7 @@ impl Schedule {
                         health.record_success(&stamp);
                         self.backoff.reset(&k);
                         if let Some(after) = requeue_after {
-                            self.queue
-                                .add_at(k.clone(), Reason::Requeue, later(now, *after));
+                            self.add_at(k.clone(), Reason::Requeue, later(now, *after));
                         }
                         true
                     }
@@ -169,8 +188,7 @@ impl Schedule {
                         true
                     }
                     Success::FinalizePending(after) => {
-                        self.queue
-                            .add_at(k.clone(), Reason::Requeue, later(now, *after));
+                        self.add_at(k.clone(), Reason::Requeue, later(now, *after));
                         true
                     }
                 };
@@ -187,7 +205,7 @@ impl Schedule {
                     health.record_failure(&e.to_string(), &stamp);
                 }
                 match e.retry() {
-                    Retry::Now => self.queue.add(k, Reason::Retry),
+                    Retry::Now => self.add(k, Reason::Retry),
                     Retry::Backoff => {
                         let delay = self.backoff.failed(k.clone());
                         if self.backoff.exhausted(&k) {
@@ -200,7 +218,7 @@ impl Schedule {
                                 self.recovery.waiting.insert(k.clone());
                                 self.recovery.last_probe.get_or_insert(now);
                             }
-                            self.queue.add_at(k, Reason::Retry, later(now, delay));
+                            self.add_at(k, Reason::Retry, later(now, delay));
                         }
                     }
                 }
@@ -219,7 +237,7 @@ impl Schedule {
             );
         }
         for key in waiting {
-            self.queue.add(key, Reason::Retry);
+            self.add(key, Reason::Retry);
         }
         self.recovery.last_probe = None;
     }

@@ -282,6 +282,9 @@ impl EntryState {
             let Some((key, reason)) = self.schedule.next(now) else {
                 break;
             };
+            if let Some(waited) = self.schedule.waited(&key, now) {
+                self.process.metrics.queue_wait(&self.ctx.name, waited);
+            }
             // Another replica's shard: not ours to reconcile (we reconcile it when gained).
             if !self.process.shards.holds(&key) {
                 self.schedule.skip(&key);
@@ -304,6 +307,7 @@ impl EntryState {
         }
         let mut due = BTreeMap::new();
         while let Some((key, reason)) = self.schedule.next(now) {
+            self.schedule.waited(&key, now);
             due.insert(key, reason);
         }
         due.into_iter().collect()

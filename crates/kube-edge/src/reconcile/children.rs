@@ -128,7 +128,11 @@ async fn write_one(
 ) -> (ChildRef, Result<DynamicObject, ReconcileError>) {
     let ty = &ctx.children[t.at.type_index];
     let force = t.child.force_conflict.unwrap_or(ctx.force);
+    let started = std::time::Instant::now();
     let result = ports.cluster.apply(ty, t.child, &t.object, force).await;
+    ports
+        .metrics
+        .apply_duration(&ctx.name, &t.child.managed.kind, started.elapsed());
     ports.metrics.applied(
         &ctx.name,
         &t.child.managed.kind,

@@ -91,6 +91,9 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         if outcome.is_ok() { "ok" } else { "error" },
         elapsed,
     );
+    if let Err(e) = &outcome {
+        ports.metrics.failed(&ctx.name, e.reason());
+    }
     match &outcome {
         // A reconcile that changed nothing (every resync at rest) is not news at `info`.
         Ok(_) if changed_children => tracing::info!(

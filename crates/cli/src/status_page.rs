@@ -1,0 +1,316 @@
+//! The status page (SPEC §14): a few server-rendered HTML pages on ork's HTTP port, read-only,
+//! with no script. It shows:
+//! - `/status`: the entries and their health;
+//! - `/status/{entry}`: the counts and every CR with where it stands;
+//! - `/status/{entry}/{namespace}/{name}`: one CR's explain view, namely the timeline, the plan,
+//!   the last error, request and answer (`_` for the namespace of a cluster-scoped CR).
+//!
+//! Authorization is the same as for `/katalog`. A browser that cannot send a bearer token posts
+//! it once to `/status/login`, which keeps it in an `HttpOnly`, `SameSite=Strict` cookie for the
+//! page's path.
+
+use std::fmt::Write as _;
+
+use axum::extract::{ConnectInfo, Form, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use crate::guard::{AppState, COOKIE};
+
+#[derive(serde::Deserialize)]
+pub(crate) struct Login {
+    token: String,
+}
+
+/// Keeps the posted token in the page's cookie and goes to the overview.
+pub(crate) async fn login(Form(login): Form<Login>) -> Response {
+    let token: String = login
+        .token
+        .chars()
+        .filter(|c| c.is_ascii_graphic())
+        .collect();
+    let cookie = format!("{COOKIE}={token}; Path=/status; HttpOnly; SameSite=Strict");
+    let mut resp = (StatusCode::SEE_OTHER, [(header::LOCATION, "/status")]).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        resp.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    resp
+}
+
+/// A refused request, as a page: the reason, and the form for a token.
+fn refused(resp: Response) -> Response {
+    let status = resp.status();
+    let body = format!(
+        "<p>{} — ork asks the API server whether the holder of a token may read these CRs.</p>\
+         <form method=\"post\" action=\"/status/login\"><label>Bearer token \
+         <input type=\"password\" name=\"token\" autocomplete=\"off\"></label> \
+         <button>Show</button></form>",
+        esc(status.canonical_reason().unwrap_or("refused"))
+    );
+    (status, page("ork: sign in", &body)).into_response()
+}
+
+/// `/status`: every entry with its health.
+pub(crate) async fn overview(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = guard.admit(peer, &headers, guard.entries.keys()).await {
+        return refused(r);
+    }
+    let mut body = String::new();
+    let name = runtime.metadata().name.clone();
+    let _ = write!(
+        body,
+        "<h1>ork: {}</h1><table id=\"entries\"><tr><th>entry</th><th>kind</th><th>state</th>\
+         <th>reconciles</th><th>failed</th><th>failing in a row</th><th>queued</th>\
+         <th>in flight</th><th>last error</th></tr>",
+        esc(&name)
+    );
+    for e in runtime.entries() {
+        let h = e.health.as_ref();
+        let _ = write!(
+            body,
+            "<tr class=\"entry\"><td><a href=\"/status/{n}\">{n}</a></td><td>{}</td>\
+             <td class=\"state {s}\">{s}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.kind),
+            h.map_or(0, |h| h.total_reconciles),
+            h.map_or(0, |h| h.failed_reconciles),
+            h.map_or(0, |h| h.consecutive_fails),
+            e.queue_depth,
+            e.workers_busy,
+            esc(h.and_then(|h| h.last_error.as_deref()).unwrap_or("")),
+            n = esc(&e.name),
+            s = esc(&e.state),
+        );
+    }
+    body.push_str("</table>");
+    page(&format!("ork: {name}"), &body).into_response()
+}
+
+/// `/status/{entry}`: the counts and every CR.
+pub(crate) async fn entry(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
+    Path(entry): Path<String>,
+) -> Response {
+    if let Err(r) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+        return refused(r);
+    }
+    let Some(objects) = runtime.inspect(&entry, None).await else {
+        return not_found(&entry);
+    };
+    let mut body = format!(
+        "<p><a href=\"/status\">all entries</a></p><h1>{}</h1><ul id=\"counts\">",
+        esc(&entry)
+    );
+    for (label, field) in [
+        ("CRs", "total"),
+        ("ready", "ready"),
+        ("not ready", "notReady"),
+        ("in flight", "inFlight"),
+        ("queued", "queued"),
+        ("backing off", "backingOff"),
+    ] {
+        let _ = write!(
+            body,
+            "<li data-count=\"{field}\">{label}: <b>{}</b></li>",
+            objects["counts"][field].as_u64().unwrap_or(0)
+        );
+    }
+    body.push_str(
+        "</ul><table id=\"objects\"><tr><th>CR</th><th>state</th><th>trigger</th>\
+         <th>attempt</th><th>reason</th><th>message</th><th>next try</th></tr>",
+    );
+    for o in objects["objects"].as_array().into_iter().flatten() {
+        let key = text(&o["key"]);
+        let href = match key.split_once('/') {
+            Some((ns, name)) => format!("/status/{entry}/{ns}/{name}"),
+            None => format!("/status/{entry}/_/{key}"),
+        };
+        let message: String = text(&o["message"]).chars().take(300).collect();
+        let _ = write!(
+            body,
+            "<tr class=\"object\"><td><a href=\"{}\">{}</a></td><td class=\"state\">{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&href),
+            esc(&key),
+            esc(&text(&o["state"])),
+            esc(&text(&o["trigger"])),
+            esc(&text(&o["attempt"])),
+            esc(&text(&o["reason"])),
+            esc(&message),
+            esc(&text(&o["next"])),
+        );
+    }
+    body.push_str("</table>");
+    page(&format!("ork: {entry}"), &body).into_response()
+}
+
+/// `/status/{entry}/{namespace}/{name}`: one CR's explain view (`_`: cluster-scoped).
+pub(crate) async fn object(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
+    Path((entry, namespace, name)): Path<(String, String, String)>,
+) -> Response {
+    let Some(check) = guard.entries.get(&entry) else {
+        return not_found(&entry);
+    };
+    let namespace = (namespace != "_").then_some(namespace);
+    let check = check.get(namespace.clone(), &name);
+    if let Err(r) = guard.admit_for(peer, &headers, &[check]).await {
+        return refused(r);
+    }
+    let key = match &namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name,
+    };
+    let Some(record) = runtime.inspect(&entry, Some(key.clone())).await else {
+        return not_found(&entry);
+    };
+    let records = record["records"].as_array().cloned().unwrap_or_default();
+    let last = records.first();
+    let mut body = format!(
+        "<p><a href=\"/status/{e}\">{e}</a></p><h1>{}</h1><p id=\"state\">now: <b>{}</b>",
+        esc(&key),
+        esc(&text(&record["state"])),
+        e = esc(&entry)
+    );
+    if let Some(next) = last.and_then(|r| r["next"].as_str()) {
+        let _ = write!(body, ", next try at {}", esc(next));
+    }
+    body.push_str("</p>");
+    if let Some(message) = last.and_then(|r| r["message"].as_str()) {
+        let _ = write!(
+            body,
+            "<h2>Last error ({})</h2><pre id=\"error\">{}</pre>",
+            esc(&text(&last.map_or(Value::Null, |r| r["reason"].clone()))),
+            esc(message)
+        );
+    }
+    body.push_str("<h2>Children (the last plan)</h2><ul id=\"plan\">");
+    match records.iter().find_map(|r| r["plan"]["steps"].as_array()) {
+        Some(steps) => {
+            for s in steps {
+                let _ = write!(
+                    body,
+                    "<li>{} {}: {}{}</li>",
+                    esc(&text(&s["kind"])),
+                    esc(&text(&s["name"])),
+                    esc(&text(&s["action"])),
+                    esc(&s["reason"]
+                        .as_str()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()),
+                );
+            }
+        }
+        None => body.push_str("<li>no plan yet (no answer was applied)</li>"),
+    }
+    body.push_str(
+        "</ul><h2>Last reconciles</h2><table id=\"timeline\"><tr><th>at</th><th>trigger</th>\
+         <th>attempt</th><th>outcome</th><th>reason</th><th>ms</th><th>service ms</th></tr>",
+    );
+    for r in &records {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text(&r["at"])),
+            esc(&text(&r["trigger"])),
+            esc(&text(&r["attempt"])),
+            esc(&text(&r["outcome"])),
+            esc(&text(&r["reason"])),
+            esc(&text(&r["durationMs"])),
+            esc(&text(&r["callMs"])),
+        );
+    }
+    body.push_str("</table>");
+    for (title, field) in [("Last request", "request"), ("Last answer", "answer")] {
+        let shown = last
+            .map(|r| &r[field])
+            .filter(|v| !v.is_null())
+            .map_or_else(
+                || "none recorded".to_string(),
+                |v| serde_json::to_string_pretty(v).unwrap_or_default(),
+            );
+        let _ = write!(
+            body,
+            "<h2>{title}</h2><pre id=\"{field}\">{}</pre>",
+            esc(&shown)
+        );
+    }
+    page(&format!("ork: {key}"), &body).into_response()
+}
+
+fn not_found(entry: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        page(
+            "ork: not found",
+            &format!("<p>no entry {} running</p>", esc(entry)),
+        ),
+    )
+        .into_response()
+}
+
+/// A whole page: `body` in ork's small layout, as HTML that never caches.
+fn page(title: &str, body: &str) -> impl IntoResponse {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>\
+         body{{font:14px system-ui,sans-serif;margin:1.5em;color:#222}}\
+         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}}\
+         th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:.5em;overflow:auto;max-height:30em}}\
+         .healthy,.ready{{color:#176f2c}}.degraded,.failed{{color:#a4161a}}\
+         ul#counts li{{display:inline;margin-right:1.5em}}</style></head><body>{body}</body></html>",
+        esc(title)
+    );
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        html,
+    )
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `s` safe inside HTML text and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_a_cr_cannot_become_markup() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+}
