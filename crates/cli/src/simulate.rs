@@ -215,8 +215,9 @@ pub fn render_text(report: &Report) -> String {
     for c in &report.cycles {
         out.push_str(&format!("cycle {}\n", c.cycle));
         for call in &c.calls {
+            let what = if call.called { "call" } else { "not called" };
             out.push_str(&format!(
-                "  call {} {}: {}\n",
+                "  {what} {} {}: {}\n",
                 call.entry, call.key, call.result
             ));
         }
@@ -260,10 +261,94 @@ pub fn render_text(report: &Report) -> String {
         }
     }
     let n = report.cycles.len();
-    out.push_str(&match (report.steady, report.failed) {
-        (true, false) => format!("steady after {n} cycles: two cycles in a row changed nothing\n"),
-        (true, true) => format!("steady after {n} cycles, but a reconcile failed\n"),
-        (false, _) => format!("not steady after {n} cycles: something changes on every cycle\n"),
+    let cycles = if n == 1 {
+        "1 cycle".to_string()
+    } else {
+        format!("{n} cycles")
+    };
+    let last_quiet = report
+        .cycles
+        .last()
+        .is_some_and(|c| !c.changes.iter().any(Change::is_state));
+    out.push_str(&match (report.steady, report.failed, last_quiet) {
+        (true, false, _) => {
+            format!("steady after {cycles}: two cycles in a row changed nothing\n")
+        }
+        (true, true, _) => format!("steady after {cycles}, but a reconcile failed\n"),
+        (false, _, true) => format!(
+            "not known to be steady after {cycles}: the last cycle changed nothing, and steady takes two such cycles in a row (give --cycles {})\n",
+            n + 1
+        ),
+        (false, _, false) => {
+            format!("not steady after {cycles}: the last cycle still changed something\n")
+        }
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ork_kube::simulate::{Call, Cycle};
+
+    fn report(changes_per_cycle: &[bool], steady: bool) -> Report {
+        let cycles = changes_per_cycle
+            .iter()
+            .enumerate()
+            .map(|(i, changed)| Cycle {
+                cycle: i + 1,
+                calls: vec![Call {
+                    entry: "webapp".into(),
+                    key: "ns/a".into(),
+                    result: if i == 0 {
+                        "error: validation failed: replicas over 10".into()
+                    } else {
+                        "ok".into()
+                    },
+                    called: i != 0,
+                }],
+                changes: if *changed {
+                    vec![Change::Pruned {
+                        kind: "ConfigMap".into(),
+                        object: "ns/a".into(),
+                    }]
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        Report {
+            cycles,
+            steady,
+            failed: false,
+            objects: Default::default(),
+            ork_time: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_says_what_the_cycles_showed_and_a_call_never_made_is_not_a_call() {
+        let text = render_text(&report(&[true, false], false));
+        assert!(
+            text.contains("  not called webapp ns/a: error: validation failed"),
+            "{text}"
+        );
+        assert!(text.contains("  call webapp ns/a: ok"), "{text}");
+        assert!(
+            text.ends_with(
+                "not known to be steady after 2 cycles: the last cycle changed nothing, and steady takes two such cycles in a row (give --cycles 3)\n"
+            ),
+            "{text}"
+        );
+        let one = render_text(&report(&[true], false));
+        assert!(
+            one.ends_with("not steady after 1 cycle: the last cycle still changed something\n"),
+            "{one}"
+        );
+        let steady = render_text(&report(&[true, false, false], true));
+        assert!(
+            steady.ends_with("steady after 3 cycles: two cycles in a row changed nothing\n"),
+            "{steady}"
+        );
+    }
 }

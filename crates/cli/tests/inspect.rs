@@ -287,3 +287,166 @@ async fn the_status_page_in_chromium_shows_the_entry_the_counts_and_a_failing_cr
     eprintln!("status page screenshot: {}", shot.display());
     Ok(())
 }
+
+/// The events about CR `name`, as (reason, note, series count).
+async fn events_of(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<(String, String, i32)>> {
+    use k8s_openapi::api::events::v1::Event;
+    let events: kube::Api<Event> = kube::Api::namespaced(client.clone(), ns);
+    Ok(events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                e.series.map_or(1, |s| s.count),
+            )
+        })
+        .collect())
+}
+
+/// The condition `kind` of `obj`: its status, reason and message.
+fn condition(obj: &kube::core::DynamicObject, kind: &str) -> Option<(String, String, String)> {
+    obj.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .map(|c| {
+            let s = |f: &str| c[f].as_str().unwrap_or_default().to_string();
+            (s("status"), s("reason"), s("message"))
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_way_a_cr_fails_names_its_step_says_whether_it_stalls_and_keeps_one_event_series_per_cause()
+-> Result<()> {
+    let broken_calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = broken_calls.clone();
+    let long = "the replica set did not answer; ".repeat(40);
+    let svc = FakeService::start(move |req| {
+        match req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+        {
+            "slow" => Reply::Hang,
+            "broken" => {
+                // The cause changes after three calls: a new event series.
+                let n = counter.fetch_add(1, Ordering::SeqCst);
+                let cause = if n < 3 { "disk full" } else { "quota exceeded" };
+                Reply::Respond(
+                    500,
+                    format!("{cause}: {}", "the replica set did not answer; ".repeat(40)),
+                )
+            }
+            "rejected" => Reply::ok(serde_json::json!({"resources": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}
+            ]})),
+            _ => webapp_answer(req),
+        }
+    })
+    .await?;
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let katalog = katalog(&ns.name, &http(&svc.url), "").replace(
+        "        reconcile:\n",
+        "        validation:\n          rules:\n            - {field: spec.image, operator: exists, message: spec.image is required}\n        reconcile:\n",
+    );
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    for name in ["slow", "broken", "rejected", "fine"] {
+        create_webapp(&client, &ns.name, name, "nginx:1").await?;
+    }
+    apply_yaml(
+        &client,
+        "apiVersion: demo.ork.dev/v1\nkind: WebApp\nmetadata: {name: invalid}\nspec: {replicas: 1}\n",
+        &ns.name,
+    )
+    .await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "fine", "True").await?;
+    for (name, reason, stalled, cause) in [
+        ("slow", "ServiceTimeout", false, "timed out"),
+        (
+            "broken",
+            "ServiceError",
+            false,
+            "the replica set did not answer",
+        ),
+        ("rejected", "AnswerRejected", true, "ConfigMap"),
+        (
+            "invalid",
+            "ValidationFailed",
+            true,
+            "spec.image is required",
+        ),
+    ] {
+        let obj =
+            ork_test_support::wait_for(&format!("{name} failing as {reason}"), WAIT, || async {
+                let obj = api.get(name).await.ok()?;
+                condition(&obj, "Ready")
+                    .filter(|(s, r, _)| s == "False" && r == reason)
+                    .map(|_| obj)
+            })
+            .await?;
+        let (_, _, message) = condition(&obj, "Ready").unwrap_or_default();
+        assert!(message.contains(cause), "{name}: {message}");
+        let stalls = condition(&obj, "Stalled").is_some_and(|(s, _, _)| s == "True");
+        assert_eq!(
+            stalls, stalled,
+            "{name}: Stalled in {:?}",
+            obj.data["status"]
+        );
+        let reconciling = condition(&obj, "Reconciling").is_some_and(|(s, _, _)| s == "True");
+        assert_eq!(
+            reconciling, !stalled,
+            "{name}: Reconciling in {:?}",
+            obj.data["status"]
+        );
+    }
+    // The long cause is kept (far past 1,000 characters) on the condition.
+    let broken = api.get("broken").await?;
+    let (_, _, message) = condition(&broken, "Ready").unwrap_or_default();
+    assert!(
+        message.len() > 1000 && message.contains(&long[..200]),
+        "{}",
+        message.len()
+    );
+    // A CR failing a validation rule never reaches the service.
+    assert!(
+        svc.received()
+            .iter()
+            .all(|r| r.body["object"]["metadata"]["name"] != "invalid"),
+        "the service was called for a CR its Katalog refuses"
+    );
+    // One event series per cause: the first cause's events fold into one object with a count,
+    // the second cause starts another.
+    let series = ork_test_support::wait_for("two causes, two event series", WAIT, || async {
+        let events = events_of(&client, &ns.name, "broken").await.ok()?;
+        let failures: Vec<_> = events
+            .into_iter()
+            .filter(|(reason, _, _)| reason.ends_with("ReconcileError"))
+            .collect();
+        (failures.len() == 2).then_some(failures)
+    })
+    .await?;
+    let disk: Vec<_> = series
+        .iter()
+        .filter(|(_, note, _)| note.contains("disk full"))
+        .collect();
+    let quota: Vec<_> = series
+        .iter()
+        .filter(|(_, note, _)| note.contains("quota exceeded"))
+        .collect();
+    assert_eq!((disk.len(), quota.len()), (1, 1), "{series:?}");
+    assert!(
+        disk[0].2 >= 2,
+        "repeats of one cause are one series: {series:?}"
+    );
+    Ok(())
+}

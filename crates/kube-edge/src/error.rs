@@ -90,6 +90,18 @@ impl ReconcileError {
         matches!(self, ReconcileError::CallFailed(CallFailed::Call(_)))
     }
 
+    /// Whether the reconcile got as far as calling the service (a validation rule, an
+    /// unreadable CR or a request that cannot be built stop it before).
+    pub fn reached_the_service(&self) -> bool {
+        !matches!(
+            self,
+            ReconcileError::Undecodable(_)
+                | ReconcileError::Denied(_)
+                | ReconcileError::Request(_)
+                | ReconcileError::Cross(_)
+        )
+    }
+
     /// Whether the service answered (whatever the answer, and whatever came of it after).
     pub fn answered(&self) -> bool {
         matches!(

@@ -35,6 +35,9 @@ pub struct Call {
     pub key: String,
     /// `ok`, `gated: <why>` or `error: <message>`.
     pub result: String,
+    /// Whether the service was called (not when a gate, a validation rule or the request
+    /// itself stopped the reconcile before).
+    pub called: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -83,19 +86,20 @@ pub async fn simulate(
             sim.sync();
             for (key, reason) in sim.due(cycle == 1) {
                 let ran = sim.run(key.clone(), reason).await;
-                let result = match ran {
+                let (result, called) = match ran {
                     None => continue,
-                    Some(Ok(Success::Gated(why))) => format!("gated: {why}"),
-                    Some(Ok(_)) => "ok".to_string(),
+                    Some(Ok(Success::Gated(why))) => (format!("gated: {why}"), false),
+                    Some(Ok(_)) => ("ok".to_string(), true),
                     Some(Err(e)) => {
                         failed = true;
-                        format!("error: {e}")
+                        (format!("error: {e}"), e.reached_the_service())
                     }
                 };
                 calls.push(Call {
                     entry: name.clone(),
                     key,
                     result,
+                    called,
                 });
             }
         }
