@@ -335,7 +335,10 @@ fn save(dir: &std::path::Path, cr: &DynamicObject, record: &Value) -> Result<()>
         .as_array()
         .and_then(|r| r.first())
         .filter(|r| !r["request"].is_null())
-        .context("--save: ork recorded no exchange for this CR yet")?;
+        .context(
+            "--save: ork holds no request for this CR: it keeps the request of its last reconcile \
+             only when that one did not go well (or it has not reconciled it yet)",
+        )?;
     let exchange = if last["answer"].is_null() {
         json!({"request": last["request"], "error": last["message"]})
     } else {

@@ -7,7 +7,7 @@ use common::*;
 
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use anyhow::Result;
 use ork_test_support::fake_service::{FakeService, Reply, webapp_answer};
@@ -34,20 +34,21 @@ fn explain(args: &[&str]) -> Result<(i32, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_replays_offline()
 -> Result<()> {
-    // The service fails with a long message that echoes the credential it got; later it heals.
-    let broken = Arc::new(AtomicBool::new(true));
-    let failing = broken.clone();
+    // The service fails with a long message that echoes the credential it got, then answers
+    // what ork must reject, then heals.
+    let phase = Arc::new(std::sync::atomic::AtomicU8::new(0));
+    let now = phase.clone();
     let cause = format!(
         "database connection lost while provisioning (auth {TOKEN}): {}",
         "the replica set did not answer; ".repeat(40)
     );
     let body = cause.clone();
-    let svc = FakeService::start(move |req| {
-        if failing.load(Ordering::SeqCst) {
-            Reply::Respond(500, body.clone())
-        } else {
-            webapp_answer(req)
-        }
+    let svc = FakeService::start(move |req| match now.load(Ordering::SeqCst) {
+        0 => Reply::Respond(500, body.clone()),
+        1 => Reply::ok(serde_json::json!({"resources": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "not-declared"}}
+        ]})),
+        _ => webapp_answer(req),
     })
     .await?;
     let admin = client().await?;
@@ -126,28 +127,18 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
         "the whole error:\n{text}"
     );
 
-    // The service heals; explain says Ready (exit 0) with the plan per child; --save replays.
-    broken.store(false, Ordering::SeqCst);
-    std::process::Command::new(env!("CARGO_BIN_EXE_ork"))
-        .args(["retry", "webapp/web", "-n", &ns.name])
-        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
-        .output()?;
-    wait_ready(&api, "web", "True").await?;
+    // An answer ork rejects: --save keeps it, and ork simulate --replay rejects it the same
+    // way, offline, without the service.
+    phase.store(1, Ordering::SeqCst);
+    retry(&ns.name)?;
+    wait_for_reason(&api, "web", "AnswerRejected").await?;
     let saved = std::env::temp_dir().join(format!("ork-explain-{}", ns.name));
     let save = saved.display().to_string();
     let mut with_save = target.to_vec();
     with_save.extend(["--save", &save]);
-    let (code, text) = wait_for_explained(&with_save, "Deployment").await?;
-    assert_eq!(code, 0, "{text}");
-    assert!(text.contains(": Ready since"), "{text}");
-    // The newest plan: created by the first good answer, unchanged by any after it.
-    for kind in ["Deployment", "Service"] {
-        let line = format!("{kind} {}/web: ", ns.name);
-        assert!(
-            text.contains(&format!("{line}create")) || text.contains(&format!("{line}unchanged")),
-            "{text}"
-        );
-    }
+    let (code, text) = wait_for_explained(&with_save, "AnswerRejected").await?;
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("not-declared"), "the answer is shown: {text}");
     let katalog_file = std::env::temp_dir()
         .join(format!("ork-run-{}", ns.name))
         .join("katalog.yaml");
@@ -164,9 +155,56 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
         String::from_utf8_lossy(&replayed.stdout),
         String::from_utf8_lossy(&replayed.stderr)
     );
-    assert!(out.contains("Deployment") && out.contains("web"), "{out}");
-    assert!(!out.contains("error"), "{out}");
+    assert!(
+        out.contains("response rejected, nothing applied") && out.contains("ConfigMap"),
+        "the replay rejects the saved answer as ork did: {out}"
+    );
+
+    // The service heals; explain says Ready (exit 0) with the plan per child.
+    phase.store(2, Ordering::SeqCst);
+    retry(&ns.name)?;
+    wait_ready(&api, "web", "True").await?;
+    let (code, text) = wait_for_explained(&target, "Deployment").await?;
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(": Ready since"), "{text}");
+    // The newest plan: created by the first good answer, unchanged by any after it.
+    for kind in ["Deployment", "Service"] {
+        let line = format!("{kind} {}/web: ", ns.name);
+        assert!(
+            text.contains(&format!("{line}create")) || text.contains(&format!("{line}unchanged")),
+            "{text}"
+        );
+    }
     Ok(())
+}
+
+/// `ork retry webapp/web -n ns`: reconcile it now.
+fn retry(ns: &str) -> Result<()> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["retry", "webapp/web", "-n", ns])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "ork retry: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Waits until CR `name`'s Ready condition is False with `reason`.
+async fn wait_for_reason(
+    api: &kube::Api<kube::core::DynamicObject>,
+    name: &str,
+    reason: &str,
+) -> Result<()> {
+    ork_test_support::wait_for(&format!("{name} Ready=False {reason}"), WAIT, || async {
+        let obj = api.get(name).await.ok()?;
+        condition(&obj, "Ready")
+            .filter(|(s, r, _)| s == "False" && r == reason)
+            .map(drop)
+    })
+    .await
 }
 
 /// `ork explain` until its output names `what` (the recorder has the reconcile).

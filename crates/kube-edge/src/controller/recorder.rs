@@ -3,7 +3,8 @@
 //! how long it took and the service's part of that, the plan for the children, and when the
 //! next retry is due. The request and answer (without secrets, see
 //! [`crate::reconcile::Exchange`]) are kept for the newest record of a CR only: the one
-//! `ork explain` shows and `--save` replays. Owned by the entry loop; served read-only.
+//! `ork explain` shows and `--save` replays; of a reconcile that went well, the answer only.
+//! Owned by the entry loop; served read-only.
 
 use std::collections::{HashMap, VecDeque};
 
