@@ -540,3 +540,57 @@ async fn a_cr_failing_while_its_service_is_down_is_reconciled_once_it_answers_no
     );
     Ok(())
 }
+
+/// Status hygiene (SPEC §14): status keys and conditions the service stops returning go from
+/// the CR, and `observedGeneration` is the generation the service's status describes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_keys_and_conditions_the_service_stops_returning_leave_the_cr() -> Result<()> {
+    let svc = FakeService::start(|req| {
+        let replicas = req["object"]["spec"]["replicas"].as_i64().unwrap_or(1);
+        let (status, conditions) = if replicas == 1 {
+            (
+                json!({"phase": "Active", "quotaItems": 2}),
+                json!([{"type": "HasUsers", "status": "True", "reason": "Bound", "message": "3 users bound"}]),
+            )
+        } else {
+            (json!({"phase": "Active"}), json!([]))
+        };
+        Reply::ok(json!({"result": "ok", "status": status, "conditions": conditions, "resources": []}))
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (client, _ork) = start(&ns, &svc).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_for("the first status", WAIT, || async {
+        let o = api.get("web").await.ok()?;
+        (o.data["status"]["quotaItems"] == 2).then_some(())
+    })
+    .await?;
+    let has_users = |o: &DynamicObject| {
+        o.data["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "HasUsers"))
+    };
+    assert!(has_users(&api.get("web").await?));
+    api.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"replicas": 2}})),
+    )
+    .await?;
+    let status = wait_for("the second status", WAIT, || async {
+        let o = api.get("web").await.ok()?;
+        (o.data["status"]["observedGeneration"] == 2).then_some(o)
+    })
+    .await?;
+    assert_eq!(status.data["status"]["phase"], "Active");
+    assert!(
+        status.data["status"].get("quotaItems").is_none(),
+        "a key the service no longer returns stays: {}",
+        status.data["status"]
+    );
+    assert!(!has_users(&status), "{}", status.data["status"]);
+    assert_eq!(ready(&status).map(|(s, _)| s).as_deref(), Some("True"));
+    Ok(())
+}

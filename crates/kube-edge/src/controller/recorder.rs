@@ -13,6 +13,13 @@ use serde_json::{Value, json};
 
 use crate::reconcile::{Exchange, Plan};
 
+/// A plan as the recorder keeps it.
+pub(crate) fn compact(plan: &Plan) -> Box<str> {
+    serde_json::to_string(plan)
+        .unwrap_or_default()
+        .into_boxed_str()
+}
+
 /// Records kept per CR.
 pub(crate) const DEPTH: usize = 16;
 
@@ -42,8 +49,9 @@ pub(crate) struct Record {
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Plan>,
+    /// The plan as JSON text (kept compact: it is there for every CR).
+    #[serde(skip)]
+    pub plan: Option<Box<str>>,
     /// When the next retry or requeue is due (RFC 3339), as scheduled when it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
@@ -56,6 +64,7 @@ impl Record {
         let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {
             for (field, text) in [
+                ("plan", &self.plan),
                 ("request", &self.exchange.request),
                 ("answer", &self.exchange.answer),
             ] {
@@ -81,7 +90,11 @@ pub(crate) struct Recorder {
 impl Recorder {
     /// Keeps `record` as the newest of `key`; the one before it lets go of its exchange.
     pub fn add(&mut self, key: &str, mut record: Record) {
-        let records = self.by_key.entry(key.to_string()).or_default();
+        // Most CRs only ever have a record or two: room for one at first, not the default's.
+        let records = self
+            .by_key
+            .entry(key.to_string())
+            .or_insert_with(|| VecDeque::with_capacity(1));
         if let Some(previous) = records.back_mut() {
             self.bytes -= previous.exchange.size();
             previous.exchange = Exchange::default();

@@ -459,7 +459,7 @@ impl EntryState {
                 call_ms: exchange
                     .call
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                plan,
+                plan: plan.as_ref().map(super::recorder::compact),
                 next,
                 exchange,
             },
