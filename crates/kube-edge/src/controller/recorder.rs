@@ -26,6 +26,11 @@ pub(crate) const DEPTH: usize = 16;
 /// Bytes of requests and answers kept for one entry; past it, new records keep none.
 pub(crate) const ENTRY_BYTES: usize = 64 * 1024 * 1024;
 
+/// Of those, the bytes of answers of reconciles that went well: what a healthy CR's explain
+/// shows, kept for the first CRs only when there are many, so that a large healthy entry pays
+/// only its records' summaries (a few hundred bytes per CR).
+pub(crate) const OK_BYTES: usize = 1024 * 1024;
+
 /// One reconcile, as recorded.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,6 +90,8 @@ pub(crate) struct Recorder {
     by_key: HashMap<String, VecDeque<Record>>,
     /// Bytes of requests and answers kept.
     bytes: usize,
+    /// Of those, of reconciles that went well.
+    ok_bytes: usize,
 }
 
 impl Recorder {
@@ -96,13 +103,23 @@ impl Recorder {
             .entry(key.to_string())
             .or_insert_with(|| VecDeque::with_capacity(1));
         if let Some(previous) = records.back_mut() {
-            self.bytes -= previous.exchange.size();
+            let size = previous.exchange.size();
+            self.bytes -= size;
+            if previous.outcome == "ok" {
+                self.ok_bytes -= size;
+            }
             previous.exchange = Exchange::default();
         }
-        if self.bytes + record.exchange.size() > ENTRY_BYTES {
+        let size = record.exchange.size();
+        let ok = record.outcome == "ok";
+        if self.bytes + size > ENTRY_BYTES || (ok && self.ok_bytes + size > OK_BYTES) {
             record.exchange = Exchange::default();
         }
-        self.bytes += record.exchange.size();
+        let size = record.exchange.size();
+        self.bytes += size;
+        if ok {
+            self.ok_bytes += size;
+        }
         records.push_back(record);
         if records.len() > DEPTH {
             records.pop_front();
@@ -112,7 +129,12 @@ impl Recorder {
     /// The CR is gone.
     pub fn forget(&mut self, key: &str) {
         if let Some(records) = self.by_key.remove(key) {
-            self.bytes -= records.iter().map(|r| r.exchange.size()).sum::<usize>();
+            for r in &records {
+                self.bytes -= r.exchange.size();
+                if r.outcome == "ok" {
+                    self.ok_bytes -= r.exchange.size();
+                }
+            }
         }
     }
 
@@ -179,10 +201,33 @@ mod tests {
     }
 
     #[test]
+    fn answers_of_reconciles_that_went_well_have_a_budget_of_their_own() {
+        let mut r = Recorder::default();
+        let mut n = 0;
+        while r.ok_bytes + 1015 <= OK_BYTES {
+            r.add(&format!("ns/{n}"), record(0, 1000));
+            n += 1;
+        }
+        r.add("ns/over", record(0, 1000));
+        assert_eq!(r.last("ns/over").map(|x| x.exchange.size()), Some(0));
+        let mut failed = record(0, 1000);
+        failed.outcome = "error";
+        r.add("ns/failing", failed);
+        assert!(
+            r.last("ns/failing")
+                .is_some_and(|x| x.exchange.size() > 1000)
+        );
+    }
+
+    #[test]
     fn past_the_entry_s_cap_new_records_keep_no_exchange() {
         let mut r = Recorder::default();
-        r.add("ns/a", record(0, ENTRY_BYTES - 100));
-        r.add("ns/b", record(0, 100));
+        let mut big = record(0, ENTRY_BYTES - 100);
+        big.outcome = "error";
+        r.add("ns/a", big);
+        let mut small = record(0, 100);
+        small.outcome = "error";
+        r.add("ns/b", small);
         assert!(r.last("ns/b").is_some_and(|x| x.exchange.size() == 0));
         assert!(r.bytes <= ENTRY_BYTES);
     }
