@@ -7,6 +7,7 @@ mod explain;
 mod generate;
 mod guard;
 mod http;
+mod junit;
 mod output;
 mod retry;
 mod run;
