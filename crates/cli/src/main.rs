@@ -11,6 +11,7 @@ mod junit;
 mod output;
 mod retry;
 mod run;
+mod secrets;
 mod simulate;
 mod simulate_file;
 mod status_page;
