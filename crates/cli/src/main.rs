@@ -15,6 +15,7 @@ mod secrets;
 mod simulate;
 mod simulate_file;
 mod status_page;
+mod testcase;
 mod validate;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);
