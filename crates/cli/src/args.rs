@@ -104,6 +104,11 @@ pub struct SimulateArgs {
     /// Answer from a folder saved with --record instead of calling the service.
     #[arg(long)]
     pub replay: Option<PathBuf>,
+    /// The value of key KEY of the Secret NAME (an `auth.secretRef`), read from FILE;
+    /// repeatable. Without it, the Secret is read once from the kubeconfig's cluster if there
+    /// is a kubeconfig.
+    #[arg(long = "secret", value_name = "NAME/KEY=FILE", value_parser = crate::secrets::parse)]
+    pub secrets: Vec<crate::secrets::SecretArg>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,4 +125,9 @@ pub struct CheckArgs {
     /// A CRD file, for the scope and kind of custom managed types; repeatable.
     #[arg(long = "crd")]
     pub crds: Vec<PathBuf>,
+    /// The value of key KEY of the Secret NAME (an `auth.secretRef`), read from FILE;
+    /// repeatable. Without it, the Secret is read once from the kubeconfig's cluster if there
+    /// is a kubeconfig.
+    #[arg(long = "secret", value_name = "NAME/KEY=FILE", value_parser = crate::secrets::parse)]
+    pub secrets: Vec<crate::secrets::SecretArg>,
 }

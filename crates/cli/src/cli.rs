@@ -35,6 +35,9 @@ enum Command {
     Check(CheckArgs),
     /// Run Orkestra's `kind: E2E` specs against the kubeconfig's cluster.
     E2e(crate::e2e::E2eArgs),
+    /// Run `kind: Test` cases (given CRs and objects, expected children, status, conditions,
+    /// events or an error) through the pipeline of `simulate` and the real service.
+    Test(crate::testcase::TestArgs),
     /// Print a JSON Schema (draft 2020-12) of the Katalog, the request or the response.
     Schema {
         #[arg(value_parser = ["katalog", "request", "response"])]
@@ -104,7 +107,8 @@ impl Command {
             Command::Schema { .. }
             | Command::Retry { .. }
             | Command::Explain { .. }
-            | Command::E2e(_) => None,
+            | Command::E2e(_)
+            | Command::Test(_) => None,
         }
     }
 }
@@ -130,6 +134,7 @@ pub fn main() -> ExitCode {
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
         Command::E2e(args) => crate::e2e::run(args),
+        Command::Test(args) => crate::testcase::run(args),
         Command::Schema { what } => {
             let schema = match what.as_str() {
                 "katalog" => schemars::schema_for!(ork_katalog::Katalog),

@@ -7,12 +7,15 @@ mod explain;
 mod generate;
 mod guard;
 mod http;
+mod junit;
 mod output;
 mod retry;
 mod run;
+mod secrets;
 mod simulate;
 mod simulate_file;
 mod status_page;
+mod testcase;
 mod validate;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);

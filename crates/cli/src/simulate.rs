@@ -1,6 +1,7 @@
 //! The offline commands: `ork simulate -k FILE --cr CR [--cr …] [--crd CRD] [--cycles N]
-//! [-o text|json] [--record DIR | --replay DIR]` runs the `ork run` pipeline against an
-//! in-memory cluster; `ork check -k FILE --entry NAME --cr CR` lints the service's answers.
+//! [-o text|json] [--record DIR | --replay DIR] [--secret NAME/KEY=FILE]` runs the `ork run`
+//! pipeline against an in-memory cluster; `ork check -k FILE --entry NAME --cr CR` lints the
+//! service's answers.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,10 +9,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use ork_katalog::Katalog;
 use ork_katalog::load_file;
-use ork_kube::simulate::{Change, Report, SimulateOptions, simulate};
+use ork_kube::simulate::{Change, OfflineSecrets, Report, SimulateOptions, simulate};
 use serde_json::Value;
 
 use crate::args::{CheckArgs, SimulateArgs};
+use crate::secrets::{SecretArg, offline_secrets};
 
 pub fn run(args: SimulateArgs) -> ExitCode {
     let report = simulate_files(
@@ -20,6 +22,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         &args.crds,
         args.cycles,
         (args.record.clone(), args.replay.clone()),
+        &args.secrets,
     );
     let report = match report {
         Ok(r) => r,
@@ -38,29 +41,38 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     }
 }
 
-/// Runs the pipeline on a Katalog file and CR and CRD files; `tapes` are --record and --replay.
+/// Runs the pipeline on a Katalog file and CR and CRD files; `tapes` are --record and --replay,
+/// `secrets` the `--secret` values.
 ///
 /// # Errors
-/// The Katalog is invalid (every problem), a file cannot be read, or the simulation fails.
+/// The Katalog is invalid (every problem), a file cannot be read, a Secret cannot be had, or
+/// the simulation fails.
 pub fn simulate_files(
     katalog_path: &Path,
     crs: &[PathBuf],
     crds: &[PathBuf],
     cycles: usize,
     tapes: (Option<PathBuf>, Option<PathBuf>),
+    secrets: &[SecretArg],
 ) -> Result<Report> {
     let katalog = load_file(katalog_path).map_err(|problems| anyhow::anyhow!("{problems}"))?;
     let crs = read_documents(crs)?;
     let crds = read_documents(crds)?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Runtime::new()?;
+    // A replay sends nothing: it needs no Secret.
+    let secrets = match tapes.1 {
+        Some(_) => OfflineSecrets::default(),
+        None => rt.block_on(offline_secrets(&katalog, secrets))?,
+    };
     let options = SimulateOptions {
         cycles,
         katalog_dir: crate::args::folder_of(katalog_path),
         crds,
         record: tapes.0,
         replay: tapes.1,
+        secrets,
     };
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let rt = tokio::runtime::Runtime::new()?;
     let mut report = rt.block_on(simulate(katalog, crs, options))?;
     redact_times(&mut report);
     Ok(report)
@@ -95,12 +107,13 @@ pub fn check(args: CheckArgs) -> ExitCode {
     };
     let results = (|| {
         let (crs, options) = inputs(&args.katalog, &args.crs, &args.crds)?;
-        block_on(ork_kube::simulate::check(
-            katalog,
-            &args.entry,
-            crs,
-            options,
-        ))
+        block_on(async {
+            let secrets = offline_secrets(&katalog, &args.secrets).await?;
+            let options = SimulateOptions { secrets, ..options };
+            Ok::<_, anyhow::Error>(
+                ork_kube::simulate::check(katalog, &args.entry, crs, options).await?,
+            )
+        })
     })();
     let results = match results {
         Ok(r) => r,
@@ -153,19 +166,18 @@ fn inputs(
         crds: read_documents(crds)?,
         record: None,
         replay: None,
+        secrets: OfflineSecrets::default(),
     };
     Ok((read_documents(crs)?, options))
 }
 
-fn block_on<T, E: std::error::Error + Send + Sync + 'static>(
-    future: impl std::future::Future<Output = Result<T, E>>,
-) -> Result<T> {
+fn block_on<T>(future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    Ok(tokio::runtime::Runtime::new()?.block_on(future)?)
+    tokio::runtime::Runtime::new()?.block_on(future)
 }
 
 /// Every YAML document of every file.
-fn read_documents(files: &[PathBuf]) -> Result<Vec<Value>> {
+pub(crate) fn read_documents(files: &[PathBuf]) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     for f in files {
         let text =
@@ -306,6 +318,7 @@ mod tests {
                         "ok".into()
                     },
                     called: i != 0,
+                    reason: (i == 0).then(|| "ValidationFailed".to_string()),
                 }],
                 changes: if *changed {
                     vec![Change::Pruned {
@@ -322,6 +335,7 @@ mod tests {
             steady,
             failed: false,
             objects: Default::default(),
+            crs: Default::default(),
             ork_time: Default::default(),
         }
     }

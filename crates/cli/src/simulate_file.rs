@@ -322,6 +322,7 @@ fn run_spec(
         &spec.crds(dir),
         spec.cycles.unwrap_or(args.cycles),
         (args.record.clone(), args.replay.clone()),
+        &args.secrets,
     );
     let report = match report {
         Ok(r) => r,

@@ -10,7 +10,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use ork_katalog::{Auth, Tls};
+use ork_katalog::{Auth, SecretRef, Tls};
 use ork_remote::{Credential, HttpTransport, TlsSettings};
 
 /// Why a credential or TLS material cannot be used now. Never carries a secret value.
@@ -29,6 +29,15 @@ pub enum AuthError {
     Pending(String),
     #[error("{0} cannot be read without a cluster; {1}")]
     Offline(&'static str, &'static str),
+    /// An `auth.secretRef` offline whose Secret was neither given nor read from a cluster.
+    #[error(
+        "auth.secretRef: Secret {namespace}/{name} (key {key}) cannot be read without a cluster; pass --secret {name}/{key}=FILE, or a kubeconfig to read it from"
+    )]
+    SecretNotGiven {
+        namespace: String,
+        name: String,
+        key: String,
+    },
     #[error("{0} state poisoned")]
     Poisoned(&'static str),
 }
@@ -69,6 +78,109 @@ fn watch_secret(
             }
         }
     });
+}
+
+/// Secret values for the commands that run without a cluster (`ork simulate`, `check`, `test`):
+/// given with `--secret NAME/KEY=FILE` or read once from the kubeconfig's cluster, by Secret
+/// name and key. Its `Debug` names the keys, never a value.
+#[derive(Clone, Default)]
+pub struct OfflineSecrets {
+    values: BTreeMap<(String, String), String>,
+}
+
+impl std::fmt::Debug for OfflineSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set()
+            .entries(self.values.keys().map(|(n, k)| format!("{n}/{k}")))
+            .finish()
+    }
+}
+
+impl OfflineSecrets {
+    /// Sets the value of key `key` of the Secret `name`.
+    pub fn insert(&mut self, name: &str, key: &str, value: String) {
+        self.values
+            .insert((name.to_string(), key.to_string()), value);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn get(&self, name: &str, key: &str) -> Option<&str> {
+        self.values
+            .get(&(name.to_string(), key.to_string()))
+            .map(String::as_str)
+    }
+}
+
+/// The namespace of a credential Secret: its own, else ork's (as `ork run` reads it).
+fn secret_namespace(r: &SecretRef, ork_namespace: &str) -> String {
+    r.namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| ork_namespace.to_string())
+}
+
+/// The `(namespace, name, key)` of every Secret an offline run of `katalog` needs: the
+/// `auth.secretRef` of each enabled remote entry, in its own namespace or else ork's.
+pub fn secrets_needed(
+    katalog: &ork_katalog::Katalog,
+    ork_namespace: &str,
+) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = katalog
+        .spec
+        .crds
+        .values()
+        .filter(|e| e.enabled)
+        .filter_map(|e| {
+            let remote = e.operator_box.reconcile.remote.as_ref()?;
+            let r = remote.auth.as_ref()?.secret_ref.as_ref()?;
+            Some((
+                secret_namespace(r, ork_namespace),
+                r.name.clone(),
+                r.key.clone(),
+            ))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Reads the Secrets of [`secrets_needed`] from the cluster once.
+///
+/// # Errors
+/// A Secret that cannot be read (missing, forbidden, the API server unreachable) or that lacks
+/// the key; the message names the Secret, never a value.
+pub async fn read_secrets(
+    client: &Client,
+    needed: &[(String, String, String)],
+) -> Result<OfflineSecrets, AuthError> {
+    let mut out = OfflineSecrets::default();
+    for (ns, name, key) in needed {
+        let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+        let secret = api
+            .get(name)
+            .await
+            .map_err(|e| AuthError::NotReady(format!("Secret {ns}/{name}: {e}")))?;
+        let value = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+            .or_else(|| {
+                secret
+                    .string_data
+                    .as_ref()
+                    .and_then(|d| d.get(key))
+                    .cloned()
+            })
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| AuthError::NotReady(format!("Secret {ns}/{name} has no key {key}")))?;
+        out.insert(name, key, value);
+    }
+    Ok(out)
 }
 
 /// Where the credential of an entry comes from. Cloning shares the same source.
@@ -134,18 +246,35 @@ impl CredentialSource {
         Ok(CredentialSource::Secret(slot))
     }
 
-    /// A source that needs no cluster (`ork simulate`): `auth.env` works; a Secret cannot be
-    /// read offline.
+    /// A source that needs no cluster (`ork simulate`): `auth.env` works; an `auth.secretRef`
+    /// takes its value from `secrets`, fixed for the run.
     ///
     /// # Errors
-    /// `auth.secretRef`, or an unset `auth.env` variable.
-    pub fn offline(auth: Option<&Auth>) -> Result<CredentialSource, AuthError> {
+    /// An `auth.secretRef` whose Secret is not in `secrets`, or an unset `auth.env` variable.
+    pub fn offline(
+        auth: Option<&Auth>,
+        secrets: &OfflineSecrets,
+        ork_namespace: &str,
+    ) -> Result<CredentialSource, AuthError> {
         match auth {
             None => Ok(CredentialSource::None),
-            Some(a) if a.secret_ref.is_some() => Err(AuthError::Offline(
-                "auth.secretRef",
-                "for simulate, put the token in an environment variable and use auth.env",
-            )),
+            Some(Auth {
+                secret_ref: Some(r),
+                header,
+                ..
+            }) => {
+                let value =
+                    secrets
+                        .get(&r.name, &r.key)
+                        .ok_or_else(|| AuthError::SecretNotGiven {
+                            namespace: secret_namespace(r, ork_namespace),
+                            name: r.name.clone(),
+                            key: r.key.clone(),
+                        })?;
+                Credential::new(header, value)
+                    .map(CredentialSource::Fixed)
+                    .map_err(|e| AuthError::Unusable(e.to_string()))
+            }
             Some(a) => {
                 let var = a.env.clone().unwrap_or_default();
                 let value = std::env::var(&var).ok().filter(|v| !v.is_empty());
@@ -329,5 +458,48 @@ impl TransportSource {
                 slot.read().map_err(|_| AuthError::Poisoned("TLS"))?.clone()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(yaml: &str) -> Auth {
+        serde_saphyr::from_str(yaml).expect("auth")
+    }
+
+    #[test]
+    fn a_given_secret_is_the_offline_credential_and_debug_never_shows_it() {
+        let mut secrets = OfflineSecrets::default();
+        secrets.insert("token", "value", "s3cret".into());
+        let a = auth("{secretRef: {name: token, key: value}}");
+        let source = CredentialSource::offline(Some(&a), &secrets, "default").expect("given");
+        assert!(source.current().expect("fixed").is_some());
+        assert_eq!(format!("{secrets:?}"), "{\"token/value\"}");
+        assert!(!format!("{source:?}").contains("s3cret"), "{source:?}");
+    }
+
+    #[test]
+    fn a_secret_not_given_names_where_it_is_and_how_to_give_it() {
+        let a = auth("{secretRef: {name: token, key: value}}");
+        let err = CredentialSource::offline(Some(&a), &OfflineSecrets::default(), "ork-system")
+            .expect_err("not given");
+        assert_eq!(
+            err.to_string(),
+            "auth.secretRef: Secret ork-system/token (key value) cannot be read without a cluster; pass --secret token/value=FILE, or a kubeconfig to read it from"
+        );
+    }
+
+    #[test]
+    fn the_secrets_needed_are_each_enabled_entrys_in_its_own_namespace_or_orks() {
+        let text = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {name: t}\nspec:\n  crds:\n    a:\n      apiTypes: {group: demo.ork.dev, version: v1, kind: A, plural: as}\n      operatorBox:\n        reconcile:\n          default: false\n          remote: {endpoint: \"http://127.0.0.1:1/r\", auth: {secretRef: {name: t, namespace: apps, key: k}}, managedResources: [{group: apps, plural: deployments}]}\n    b:\n      apiTypes: {group: demo.ork.dev, version: v1, kind: B, plural: bs}\n      operatorBox:\n        reconcile:\n          default: false\n          remote: {endpoint: \"http://127.0.0.1:1/r\", auth: {secretRef: {name: u, key: k}}, managedResources: [{group: apps, plural: deployments}]}\n    c:\n      enabled: false\n      apiTypes: {group: demo.ork.dev, version: v1, kind: C, plural: cs}\n      operatorBox:\n        reconcile:\n          default: false\n          remote: {endpoint: \"http://127.0.0.1:1/r\", auth: {secretRef: {name: disabled, key: k}}, managedResources: [{group: apps, plural: deployments}]}\n";
+        let katalog = ork_katalog::load_str(text, std::path::Path::new("k.yaml")).expect("katalog");
+        let needed = secrets_needed(&katalog, "ork-system");
+        let names: Vec<(&str, &str, &str)> = needed
+            .iter()
+            .map(|(n, s, k)| (n.as_str(), s.as_str(), k.as_str()))
+            .collect();
+        assert_eq!(names, [("apps", "t", "k"), ("ork-system", "u", "k")]);
     }
 }

@@ -1,21 +1,20 @@
 //! `ork e2e [FILE…] [--junit FILE] [--kubeconfig P] [--context C]`: runs Orkestra's `kind: E2E`
 //! specs against the kubeconfig's cluster. [`spec`] parses a file once into typed values,
 //! [`run`] carries out its steps through [`cluster`] (the API server, no `kubectl`) and checks
-//! outputs with [`assert`]; [`junit`] writes the report for CI.
+//! outputs with [`assert`]; [`crate::junit`] writes the report for CI.
 
 mod assert;
 mod cluster;
-mod junit;
 mod run;
 mod spec;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ork_kube::client::Protocol;
 
 use crate::output::say;
-use run::{Case, Outcome, Shell, SpecReport};
+use run::{Shell, SpecReport};
 pub use spec::{Meta, parse as parse_yaml};
 
 #[derive(Debug, clap::Args)]
@@ -59,30 +58,7 @@ pub fn run(args: E2eArgs) -> ExitCode {
         }
     };
     let reports = rt.block_on(run_files(&args, files));
-    let count = |f: fn(&Outcome) -> bool| {
-        reports
-            .iter()
-            .flat_map(|r| &r.cases)
-            .filter(|c| f(&c.outcome))
-            .count()
-    };
-    let failed = count(|o| matches!(o, Outcome::Failed(_)));
-    say!(
-        "{} passed, {failed} failed, {} skipped",
-        count(|o| *o == Outcome::Passed),
-        count(|o| matches!(o, Outcome::Skipped(_)))
-    );
-    if let Some(path) = &args.junit
-        && let Err(e) = std::fs::write(path, junit::render(&reports))
-    {
-        eprintln!("ork e2e: writing {}: {e}", path.display());
-        return ExitCode::FAILURE;
-    }
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    crate::junit::finish("ork e2e", &reports, args.junit.as_deref())
 }
 
 async fn run_files(args: &E2eArgs, files: Vec<PathBuf>) -> Vec<SpecReport> {
@@ -105,7 +81,11 @@ async fn run_files(args: &E2eArgs, files: Vec<PathBuf>) -> Vec<SpecReport> {
             Ok(e) => e,
             Err(e) => {
                 eprintln!("ork e2e: {e}");
-                reports.push(failed_file(&path, "read the spec", e.to_string()));
+                reports.push(SpecReport::failed_file(
+                    &path,
+                    "read the spec",
+                    e.to_string(),
+                ));
                 continue;
             }
         };
@@ -136,7 +116,7 @@ async fn run_files(args: &E2eArgs, files: Vec<PathBuf>) -> Vec<SpecReport> {
                 Ok(client) => cluster = Some(cluster::Cluster::new(client)),
                 Err(e) => {
                     eprintln!("ork e2e: connecting to the cluster: {e:#}");
-                    reports.push(failed_file(
+                    reports.push(SpecReport::failed_file(
                         &path,
                         "connect to the cluster",
                         format!("{e:#}"),
@@ -150,18 +130,4 @@ async fn run_files(args: &E2eArgs, files: Vec<PathBuf>) -> Vec<SpecReport> {
         }
     }
     reports
-}
-
-fn failed_file(path: &Path, step: &str, why: String) -> SpecReport {
-    SpecReport {
-        name: path.display().to_string(),
-        file: path.display().to_string(),
-        cases: vec![Case {
-            name: step.to_string(),
-            outcome: Outcome::Failed(why),
-            notes: vec![],
-            diagnostics: String::new(),
-            time: std::time::Duration::ZERO,
-        }],
-    }
 }

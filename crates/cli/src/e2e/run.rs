@@ -14,38 +14,11 @@ use serde_json::Value;
 use super::assert::Mismatch;
 use super::cluster::{Cluster, DEFAULT_NAMESPACE, field};
 use super::spec::{E2e, Expectation, Kubectl, OnFailure, ResourceCheck, Rollout, Wait};
+pub use crate::junit::{Case, Outcome, SpecReport};
 use crate::output::say;
 
 const POLL: Duration = Duration::from_secs(2);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How one case ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Passed,
-    Failed(String),
-    Skipped(String),
-}
-
-/// A step or expectation of a spec, as the output and the JUnit report show it.
-#[derive(Debug, Clone)]
-pub struct Case {
-    pub name: String,
-    pub outcome: Outcome,
-    /// Parts of a case that ran only in part: what was not run, and why.
-    pub notes: Vec<String>,
-    /// The diagnostics printed for a failure.
-    pub diagnostics: String,
-    pub time: Duration,
-}
-
-/// Every case of one file.
-#[derive(Debug, Clone)]
-pub struct SpecReport {
-    pub name: String,
-    pub file: String,
-    pub cases: Vec<Case>,
-}
 
 /// Where commands run and what they inherit.
 pub struct Shell {

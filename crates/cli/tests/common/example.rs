@@ -136,13 +136,17 @@ impl Drop for ExampleCleanup {
     }
 }
 
-/// The example's Katalog with the token from the environment instead of a Secret (a Secret
-/// cannot be read offline) and the service on `port`.
-pub fn offline_katalog(port: u16) -> Result<String> {
+/// The example's Katalog with the service on `port` (its endpoint and `allowedHosts`).
+pub fn katalog_on_port(port: u16) -> Result<String> {
     let text = std::fs::read_to_string(example().join("katalog.yaml"))?;
+    Ok(text.replace(&PORT.to_string(), &port.to_string()))
+}
+
+/// The example's Katalog with the token from the environment instead of a Secret and the
+/// service on `port`.
+pub fn offline_katalog(port: u16) -> Result<String> {
+    let text = katalog_on_port(port)?;
     let auth = "            auth:\n              secretRef:\n                name: webapp-reconciler-token\n                namespace: orkestra-remote\n                key: token       # sent as \"Authorization: Bearer <token>\"\n";
     ensure!(text.contains(auth), "the example's auth block changed");
-    Ok(text
-        .replace(auth, "            auth: {env: RECONCILER_TOKEN}\n")
-        .replace(&PORT.to_string(), &port.to_string()))
+    Ok(text.replace(auth, "            auth: {env: RECONCILER_TOKEN}\n"))
 }

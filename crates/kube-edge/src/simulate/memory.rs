@@ -124,6 +124,18 @@ impl MemoryCluster {
         self.lock().crs.insert(key.to_string(), cr);
     }
 
+    /// Puts an object in place as if someone had created it before the first cycle: a uid and
+    /// a resourceVersion of the "server", not journalled (it is not a change ork made).
+    pub fn add_child(&self, t: &ChildType, namespace: Option<&str>, name: &str, mut object: Value) {
+        let mut m = self.lock();
+        let key = (type_key(t), object_key(namespace, name));
+        object["metadata"]["uid"] =
+            json!(format!("given-{}-{}", t.managed.kind.to_lowercase(), key.1));
+        object["metadata"]["creationTimestamp"] = json!(SIMULATED_TIME);
+        object["metadata"]["resourceVersion"] = json!(m.bump());
+        m.objects.insert(key, object);
+    }
+
     pub fn crs(&self) -> Vec<(String, Value)> {
         self.lock()
             .crs

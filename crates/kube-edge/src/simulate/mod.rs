@@ -21,12 +21,13 @@ mod memory;
 mod types;
 mod world;
 
+pub use crate::auth::OfflineSecrets;
 pub use check::{Checked, check};
 #[cfg(test)]
 pub(crate) use memory::MemoryCluster;
 pub use memory::{Change, diff, merge};
 pub use world::{SimulateError, SimulateOptions};
-use world::{build_entries, place_cr};
+use world::{build_entries, place_child, place_cr};
 
 /// One reconcile of one CR in a cycle.
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +39,10 @@ pub struct Call {
     /// Whether the service was called (not when a gate, a validation rule or the request
     /// itself stopped the reconcile before).
     pub called: bool,
+    /// For an error, the condition reason naming the step that failed (`AnswerRejected`,
+    /// `NotOwned`…), as `Ready=False` carries it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,9 +61,26 @@ pub struct Report {
     pub failed: bool,
     /// The children at the end, as `Kind namespace/name` → manifest.
     pub objects: BTreeMap<String, Value>,
+    /// The CRs at the end (status and all), as `Kind namespace/name` → object. Not in the JSON
+    /// report: condition times differ run to run.
+    #[serde(skip)]
+    pub crs: BTreeMap<String, Value>,
     /// ork's own time: the whole run minus the time spent in the service.
     #[serde(skip)]
     pub ork_time: Duration,
+}
+
+/// What is in the cluster before the first cycle.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// The CRs to reconcile.
+    pub crs: Vec<Value>,
+    /// Objects already in the cluster (a child someone else owns, one left from before), in
+    /// the memory of every entry that manages their type.
+    pub children: Vec<Value>,
+    /// Other entries' CRs, for `observe.cross`: in their entry's store, never reconciled,
+    /// unless their entry also reconciles one of `crs`.
+    pub cross: Vec<Value>,
 }
 
 /// Runs the simulation.
@@ -71,10 +93,35 @@ pub async fn simulate(
     crs: Vec<Value>,
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
+    let given = Given {
+        crs,
+        ..Given::default()
+    };
+    simulate_given(katalog, given, options).await
+}
+
+/// Runs the simulation from `given`: its children and cross objects placed first, then its
+/// CRs reconciled cycle by cycle as [`simulate`] does. Only entries that hold one of
+/// `given.crs` reconcile; the others only publish their CRs to `observe.cross`.
+///
+/// # Errors
+/// As [`simulate`], or a given object no entry manages or that has no name.
+pub async fn simulate_given(
+    katalog: Katalog,
+    given: Given,
+    options: SimulateOptions,
+) -> Result<Report, SimulateError> {
     let started = Instant::now();
     let process = Arc::new(Process::new(true, crate::shard_set::ShardSet::single()));
     let mut entries = build_entries(&katalog, &options, &process)?;
-    for cr in crs {
+    for child in given.children {
+        place_child(&entries, child)?;
+    }
+    let mut tested = std::collections::BTreeSet::new();
+    for cr in given.crs {
+        tested.insert(place_cr(&entries, cr)?);
+    }
+    for cr in given.cross {
         place_cr(&entries, cr)?;
     }
     let mut cycles = Vec::new();
@@ -84,15 +131,22 @@ pub async fn simulate(
         let mut calls = Vec::new();
         for (name, sim) in &mut entries {
             sim.sync();
+            if !tested.contains(name) {
+                continue;
+            }
             for (key, reason) in sim.due(cycle == 1) {
                 let ran = sim.run(key.clone(), reason).await;
-                let (result, called) = match ran {
+                let (result, called, reason) = match ran {
                     None => continue,
-                    Some(Ok(Success::Gated(why))) => (format!("gated: {why}"), false),
-                    Some(Ok(_)) => ("ok".to_string(), true),
+                    Some(Ok(Success::Gated(why))) => (format!("gated: {why}"), false, None),
+                    Some(Ok(_)) => ("ok".to_string(), true, None),
                     Some(Err(e)) => {
                         failed = true;
-                        (format!("error: {e}"), e.reached_the_service())
+                        (
+                            format!("error: {e}"),
+                            e.reached_the_service(),
+                            Some(e.reason().to_string()),
+                        )
                     }
                 };
                 calls.push(Call {
@@ -100,6 +154,7 @@ pub async fn simulate(
                     key,
                     result,
                     called,
+                    reason,
                 });
             }
         }
@@ -120,7 +175,12 @@ pub async fn simulate(
     }
     let service: Duration = entries.values().map(|s| s.timed.spent()).sum();
     let mut objects = BTreeMap::new();
+    let mut crs = BTreeMap::new();
     for sim in entries.values() {
+        let kind = &sim.ctx().cr_resource.kind;
+        for (key, cr) in sim.memory.crs() {
+            crs.insert(format!("{kind} {key}"), cr);
+        }
         for t in &sim.ctx().children {
             for obj in sim.memory.children_of_type(t) {
                 let name = obj["metadata"]["name"].as_str().unwrap_or_default();
@@ -137,6 +197,109 @@ pub async fn simulate(
         steady: quiet >= 2,
         failed,
         objects,
+        crs,
         ork_time: started.elapsed().saturating_sub(service),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// `web` answers one Deployment `app` and whether `observe.cross` sent it the Database
+    /// `shared-db`; `db` fails every call it gets.
+    fn katalog() -> Katalog {
+        let text = r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: t}
+spec:
+  crds:
+    web:
+      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}
+      operatorBox:
+        observe:
+          cross: [{crd: db, as: dbs}]
+        reconcile:
+          default: false
+          remote:
+            command: ["sh", "-c", "case \"$(cat)\" in *shared-db*) saw=true;; *) saw=false;; esac; echo \"{\\\"result\\\":\\\"ok\\\",\\\"status\\\":{\\\"sawDb\\\":$saw},\\\"resources\\\":[{\\\"type\\\":\\\"deployment\\\",\\\"fields\\\":{\\\"name\\\":\\\"app\\\",\\\"image\\\":\\\"nginx\\\"}}]}\""]
+            managedResources: [{group: apps, version: v1, plural: deployments, kind: Deployment}]
+    db:
+      apiTypes: {group: demo.ork.dev, version: v1, kind: Database, plural: databases}
+      operatorBox:
+        reconcile:
+          default: false
+          remote:
+            command: ["false"]
+            managedResources: [{group: "", version: v1, plural: configmaps, kind: ConfigMap}]
+"#;
+        ork_katalog::load_str(text, std::path::Path::new("k.yaml")).expect("katalog")
+    }
+
+    fn options() -> SimulateOptions {
+        // The HTTP client the simulation builds needs a TLS provider, as in the binary.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        SimulateOptions {
+            cycles: 5,
+            katalog_dir: ".".into(),
+            crds: vec![],
+            record: None,
+            replay: None,
+            secrets: OfflineSecrets::default(),
+        }
+    }
+
+    fn given(children: Vec<Value>) -> Given {
+        Given {
+            crs: vec![
+                json!({"apiVersion": "demo.ork.dev/v1", "kind": "WebApp", "metadata": {"name": "a"}}),
+            ],
+            children,
+            cross: vec![
+                json!({"apiVersion": "demo.ork.dev/v1", "kind": "Database", "metadata": {"name": "shared-db"}}),
+            ],
+        }
+    }
+
+    #[tokio::test]
+    async fn cross_objects_reach_the_service_and_are_never_reconciled() {
+        let report = simulate_given(katalog(), given(vec![]), options())
+            .await
+            .expect("runs");
+        assert!(!report.failed && report.steady, "{:?}", report.cycles);
+        let calls: Vec<&Call> = report.cycles.iter().flat_map(|c| &c.calls).collect();
+        assert!(calls.iter().all(|c| c.entry == "web"), "{calls:?}");
+        assert_eq!(report.crs["WebApp default/a"]["status"]["sawDb"], true);
+        assert!(report.crs.contains_key("Database default/shared-db"));
+        assert!(report.objects.contains_key("Deployment default/app"));
+    }
+
+    #[tokio::test]
+    async fn a_given_child_someone_else_created_is_refused_and_kept() {
+        let theirs = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app"}, "spec": {"replicas": 7}});
+        let report = simulate_given(katalog(), given(vec![theirs]), options())
+            .await
+            .expect("runs");
+        let call = &report.cycles[0].calls[0];
+        assert_eq!(call.reason.as_deref(), Some("NotOwned"), "{call:?}");
+        assert_eq!(
+            report.objects["Deployment default/app"]["spec"]["replicas"],
+            7
+        );
+    }
+
+    #[tokio::test]
+    async fn a_given_object_of_a_type_no_entry_manages_is_an_input_error() {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+        let err = simulate_given(katalog(), given(vec![secret]), options())
+            .await
+            .expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("no entry of the Katalog manages Secret (v1)"),
+            "{err}"
+        );
+    }
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::memory::{self, MemoryCluster};
 use super::types::offline_type;
-use crate::auth::{CredentialSource, TransportSource};
+use crate::auth::{CredentialSource, OfflineSecrets, TransportSource};
 use crate::cache::CacheWriter;
 use crate::controller::{
     EntryState, Input, LiveView, Observer, ScopeCaches, ScopeWriter, Worker, published,
@@ -53,6 +53,8 @@ pub struct SimulateOptions {
     pub crds: Vec<Value>,
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
+    /// The values of `auth.secretRef` Secrets (`--secret`, or read once from a cluster).
+    pub secrets: OfflineSecrets,
 }
 
 /// One entry of the simulation: the entry loop's state and what its reconciles work through,
@@ -166,8 +168,14 @@ pub(crate) fn build_entries(
         let tapped: Box<dyn Transport> = match (&options.record, &options.replay) {
             (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
             (record, _) => {
-                let credential = CredentialSource::offline(remote.auth.as_ref())
-                    .map_err(|e| fail(EntryError::Credential(e)))?;
+                let secret_ns = if ork_namespace.is_empty() {
+                    "default"
+                } else {
+                    &ork_namespace
+                };
+                let credential =
+                    CredentialSource::offline(remote.auth.as_ref(), &options.secrets, secret_ns)
+                        .map_err(|e| fail(EntryError::Credential(e)))?;
                 let tls = TransportSource::offline(&http, remote.tls.as_ref())
                     .map_err(|e| fail(EntryError::Tls(e)))?;
                 let base = for_remote(&remote, &options.katalog_dir, credential, tls)
@@ -252,13 +260,14 @@ pub(crate) fn build_entries(
 }
 
 /// Stores a CR as the API server would: namespace defaulted, uid, generation, resourceVersion.
+/// Returns the name of the entry that reconciles it.
 pub(crate) fn place_cr(
     entries: &BTreeMap<String, SimEntry>,
     mut cr: Value,
-) -> Result<(), SimulateError> {
+) -> Result<String, SimulateError> {
     let api_version = cr["apiVersion"].as_str().unwrap_or_default().to_string();
     let kind = cr["kind"].as_str().unwrap_or_default().to_string();
-    let Some(sim) = entries.values().find(|s| {
+    let Some((entry_name, sim)) = entries.iter().find(|(_, s)| {
         let r = &s.ctx().cr_resource;
         r.api_version == api_version && r.kind == kind
     }) else {
@@ -299,5 +308,47 @@ pub(crate) fn place_cr(
         format!("{ns}/{name}")
     };
     sim.memory.add_cr(&key, cr);
-    Ok(())
+    Ok(entry_name.clone())
+}
+
+/// Stores an object that exists before the first cycle in the memory of every entry that
+/// manages its type (namespace `default` when a namespaced object names none).
+pub(crate) fn place_child(
+    entries: &BTreeMap<String, SimEntry>,
+    object: Value,
+) -> Result<(), SimulateError> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| SimulateError::Input(format!("a given {kind} without metadata.name")))?
+        .to_string();
+    let mut placed = false;
+    for sim in entries.values() {
+        for t in &sim.ctx().children {
+            if t.resource.api_version != api_version || t.resource.kind != kind {
+                continue;
+            }
+            let mut object = object.clone();
+            let namespace = t.managed.namespaced.then(|| {
+                let ns = object["metadata"]["namespace"]
+                    .as_str()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or("default")
+                    .to_string();
+                object["metadata"]["namespace"] = json!(ns);
+                ns
+            });
+            sim.memory.add_child(t, namespace.as_deref(), &name, object);
+            placed = true;
+        }
+    }
+    if placed {
+        Ok(())
+    } else {
+        Err(SimulateError::Input(format!(
+            "no entry of the Katalog manages {kind} ({api_version}): a given object must be of a managed type"
+        )))
+    }
 }

@@ -1,10 +1,89 @@
-//! The JUnit XML of an `ork e2e` run: a testsuite per file, a testcase per step and expectation;
-//! skipped cases as `<skipped/>` with the reason, failures with the message and diagnostics.
+//! The JUnit XML of a run of `ork e2e` or `ork test`: a testsuite per file, a testcase per step,
+//! expectation or case; skipped cases as `<skipped/>` with the reason, failures with the message
+//! and diagnostics.
 
-use super::run::{Outcome, SpecReport};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
 
-/// The report as JUnit XML.
-pub fn render(reports: &[SpecReport]) -> String {
+use crate::output::say;
+
+/// How one case ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    Skipped(String),
+}
+
+/// A step, expectation or case of a file, as the output and the JUnit report show it.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub outcome: Outcome,
+    /// Parts of a case that ran only in part: what was not run, and why.
+    pub notes: Vec<String>,
+    /// The diagnostics printed for a failure.
+    pub diagnostics: String,
+    pub time: Duration,
+}
+
+/// Every case of one file.
+#[derive(Debug, Clone)]
+pub struct SpecReport {
+    pub name: String,
+    pub file: String,
+    pub cases: Vec<Case>,
+}
+
+impl SpecReport {
+    /// A file that could not be run: one failed case, `step`, saying why.
+    pub fn failed_file(path: &Path, step: &str, why: String) -> SpecReport {
+        SpecReport {
+            name: path.display().to_string(),
+            file: path.display().to_string(),
+            cases: vec![Case {
+                name: step.to_string(),
+                outcome: Outcome::Failed(why),
+                notes: vec![],
+                diagnostics: String::new(),
+                time: Duration::ZERO,
+            }],
+        }
+    }
+}
+
+/// The end of a run of `command` (`ork e2e`): the count of passed, failed and skipped cases,
+/// the JUnit XML written to `junit` if asked for; success only when no case failed.
+pub fn finish(command: &str, reports: &[SpecReport], junit: Option<&Path>) -> ExitCode {
+    let count = |f: fn(&Outcome) -> bool| {
+        reports
+            .iter()
+            .flat_map(|r| &r.cases)
+            .filter(|c| f(&c.outcome))
+            .count()
+    };
+    let failed = count(|o| matches!(o, Outcome::Failed(_)));
+    say!(
+        "{} passed, {failed} failed, {} skipped",
+        count(|o| *o == Outcome::Passed),
+        count(|o| matches!(o, Outcome::Skipped(_)))
+    );
+    if let Some(path) = junit
+        && let Err(e) = std::fs::write(path, render(command, reports))
+    {
+        eprintln!("{command}: writing {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The reports as JUnit XML, under the name `title` (`ork e2e`).
+pub fn render(title: &str, reports: &[SpecReport]) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let all: usize = reports.iter().map(|r| r.cases.len()).sum();
     let failed = |r: &SpecReport| {
@@ -20,7 +99,8 @@ pub fn render(reports: &[SpecReport]) -> String {
             .count()
     };
     out.push_str(&format!(
-        "<testsuites name=\"ork e2e\" tests=\"{all}\" failures=\"{}\" skipped=\"{}\">\n",
+        "<testsuites name=\"{}\" tests=\"{all}\" failures=\"{}\" skipped=\"{}\">\n",
+        escape(title),
         reports.iter().map(failed).sum::<usize>(),
         reports.iter().map(skipped).sum::<usize>()
     ));
@@ -96,9 +176,6 @@ fn escape(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use super::super::run::Case;
     use super::*;
 
     fn case(name: &str, outcome: Outcome) -> Case {
@@ -130,7 +207,7 @@ mod tests {
                 ),
             ],
         };
-        let xml = render(&[report]);
+        let xml = render("ork e2e", &[report]);
         assert!(
             xml.contains("<testsuites name=\"ork e2e\" tests=\"3\" failures=\"1\" skipped=\"1\">"),
             "{xml}"
