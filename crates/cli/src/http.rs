@@ -1,6 +1,9 @@
 //! ork's HTTP endpoints on one port: `/healthz`, `/readyz`, `/metrics` (open, as probes and
-//! scrapers expect), `/katalog` and `/katalog/{entry}/health` (only for a caller the API server
-//! allows to list the CRs concerned, SPEC §11: they carry the CRs' health and service text).
+//! scrapers expect); `/katalog`, `/katalog/{entry}`, `/katalog/{entry}/health` and
+//! `/katalog/{entry}/objects` (only for a caller the API server allows to list the CRs
+//! concerned, SPEC §11: they carry the CRs' health and service text);
+//! `/katalog/{entry}/objects/{ns}/{name}` (one CR's flight recorder, for a caller who may get
+//! that CR, SPEC §14); and the status page, `/status…` ([`crate::status_page`]).
 
 use std::net::SocketAddr;
 
