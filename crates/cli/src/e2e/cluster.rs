@@ -198,7 +198,13 @@ impl Cluster {
                 continue;
             };
             let ns = doc.pointer("/metadata/namespace").and_then(Value::as_str);
-            self.delete(kind, name, ns, ignore_not_found).await?;
+            // The kind of the object's own group: another group may serve the same kind (a
+            // bare `WebApp` found the first one, and the delete missed).
+            let kind = match doc["apiVersion"].as_str().and_then(|v| v.split_once('/')) {
+                Some((group, _)) => format!("{kind}.{group}"),
+                None => kind.to_string(),
+            };
+            self.delete(&kind, name, ns, ignore_not_found).await?;
         }
         Ok(())
     }
