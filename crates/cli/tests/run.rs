@@ -117,16 +117,23 @@ async fn undeclared_type_rejects_whole_response_and_nothing_is_applied() -> Resu
             .is_none(),
         "nothing applied"
     );
-    let events = Api::<Event>::namespaced(client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await?;
-    assert!(
+    // Events go on the lower-priority lane after the status (SPEC §10): waited for, not
+    // expected at once.
+    wait_for("a Warning event", WAIT, || async {
+        let events = Api::<Event>::namespaced(client.clone(), &ns.name)
+            .list(&ListParams::default())
+            .await
+            .ok()?;
         events
             .items
             .iter()
-            .any(|e| e.reason.as_deref() == Some("WebAppReconcileError")
-                && e.type_.as_deref() == Some("Warning"))
-    );
+            .any(|e| {
+                e.reason.as_deref() == Some("WebAppReconcileError")
+                    && e.type_.as_deref() == Some("Warning")
+            })
+            .then_some(())
+    })
+    .await?;
     // Retried with backoff; the repeated failure is one event object with a series count.
     let warnings = wait_for("three failures in one event series", WAIT, || async {
         let list = Api::<SeriesEvent>::namespaced(client.clone(), &ns.name)
@@ -512,15 +519,19 @@ async fn finalize_calls_repeat_until_the_service_lets_the_cr_go() -> Result<()> 
         matches!(api.get_opt("web").await, Ok(None)).then_some(())
     })
     .await?;
-    let events = Api::<Event>::namespaced(client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await?;
-    assert!(
+    // The event is written as the finalizer goes: it may land just after the CR.
+    wait_for("the WebAppFinalized event", WAIT, || async {
+        let events = Api::<Event>::namespaced(client.clone(), &ns.name)
+            .list(&ListParams::default())
+            .await
+            .ok()?;
         events
             .items
             .iter()
             .any(|e| e.reason.as_deref() == Some("WebAppFinalized"))
-    );
+            .then_some(())
+    })
+    .await?;
     Ok(())
 }
 
