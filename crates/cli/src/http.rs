@@ -105,7 +105,7 @@ async fn entry_health(
     if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
         return refused;
     }
-    match runtime.entries().into_iter().find(|e| e.name == entry) {
+    match runtime.entry(&entry) {
         Some(report) => json(
             StatusCode::from_u16(report.status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
             &report,
@@ -128,10 +128,7 @@ async fn entry_report(
     if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
         return refused;
     }
-    let (Some(config), Some(report)) = (
-        runtime.config(&entry),
-        runtime.entries().into_iter().find(|e| e.name == entry),
-    ) else {
+    let (Some(config), Some(report)) = (runtime.config(&entry), runtime.entry(&entry)) else {
         return no_entry(&entry);
     };
     json(

@@ -22,6 +22,34 @@ pub struct ChildType {
     pub resource: ApiResource,
 }
 
+impl ChildType {
+    /// Namespaced core ConfigMaps, served at v1: the child type tests declare.
+    #[cfg(test)]
+    pub(crate) fn config_maps() -> ChildType {
+        ChildType {
+            managed: ManagedType {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+                namespaced: true,
+                namespaces: vec![],
+                cluster_scoped: false,
+                bind_roles: Vec::new(),
+                service_account_tokens: false,
+                served_versions: vec!["v1".into()],
+            },
+            resource: ApiResource {
+                group: String::new(),
+                version: "v1".into(),
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+            },
+        }
+    }
+}
+
 /// A type found through discovery: the resource at the chosen version, its scope, and every
 /// version the API server serves it in.
 struct Found {

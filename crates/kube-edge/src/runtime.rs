@@ -173,6 +173,12 @@ impl Runtime {
         self.configs.get(name)
     }
 
+    /// The enabled entry `name` with its health.
+    pub fn entry(&self, name: &str) -> Option<EntryReport> {
+        let name = self.enabled.iter().find(|e| *e == name)?;
+        Some(self.report(name))
+    }
+
     /// Every enabled entry with its health.
     pub fn entries(&self) -> Vec<EntryReport> {
         self.enabled.iter().map(|name| self.report(name)).collect()

@@ -75,6 +75,24 @@ pub async fn run_spec(cluster: &Cluster, shell: &Shell, e2e: &E2e, path: &Path) 
         );
     }
 
+    if set_up(cluster, spec, &dir, &mut r).await {
+        expectations(cluster, shell, spec, &dir, &mut r).await;
+    }
+    finish(
+        cluster,
+        shell,
+        spec.on_failure.as_ref(),
+        &dir,
+        r,
+        name,
+        path,
+    )
+    .await
+}
+
+/// The CRDs, the setup files and the setup's waits; `false` when a step failed and the
+/// expectations are not run.
+async fn set_up(cluster: &Cluster, spec: &super::spec::Spec, dir: &Path, r: &mut Recorder) -> bool {
     for crd in spec.crd_paths() {
         let started = Instant::now();
         let res = ork_kube::install::install_crd(&cluster.client, &dir.join(crd)).await;
@@ -83,105 +101,82 @@ pub async fn run_spec(cluster: &Cluster, shell: &Shell, e2e: &E2e, path: &Path) 
             started,
             res.map_err(Into::into),
         ) {
-            return finish(
-                cluster,
-                shell,
-                spec.on_failure.as_ref(),
-                &dir,
-                r,
-                name,
-                path,
-            )
-            .await;
+            return false;
         }
     }
-    if let Some(setup) = &spec.setup {
-        for entry in &setup.apply {
-            let started = Instant::now();
-            let res = async {
-                cluster.apply_file(&dir.join(&entry.path), None).await?;
-                wait_all(cluster, &entry.wait).await
-            }
-            .await;
-            if !r.result(&format!("setup: apply {}", entry.path), started, res) {
-                return finish(
-                    cluster,
-                    shell,
-                    spec.on_failure.as_ref(),
-                    &dir,
-                    r,
-                    name,
-                    path,
-                )
-                .await;
-            }
+    let Some(setup) = &spec.setup else {
+        return true;
+    };
+    for entry in &setup.apply {
+        let started = Instant::now();
+        let res = async {
+            cluster.apply_file(&dir.join(&entry.path), None).await?;
+            wait_all(cluster, &entry.wait).await
         }
-        for h in &setup.helm {
-            let chart = h.get("chart").and_then(Value::as_str).unwrap_or("?");
-            r.skip(
-                &format!("setup: helm install {chart}"),
-                "ork e2e installs no Helm charts; install it before the run",
-            );
-        }
-        if !setup.wait.is_empty() {
-            let started = Instant::now();
-            let res = wait_all(cluster, &setup.wait).await;
-            if !r.result("setup: wait", started, res) {
-                return finish(
-                    cluster,
-                    shell,
-                    spec.on_failure.as_ref(),
-                    &dir,
-                    r,
-                    name,
-                    path,
-                )
-                .await;
-            }
+        .await;
+        if !r.result(&format!("setup: apply {}", entry.path), started, res) {
+            return false;
         }
     }
+    for h in &setup.helm {
+        let chart = h.get("chart").and_then(Value::as_str).unwrap_or("?");
+        r.skip(
+            &format!("setup: helm install {chart}"),
+            "ork e2e installs no Helm charts; install it before the run",
+        );
+    }
+    if !setup.wait.is_empty() {
+        let started = Instant::now();
+        let res = wait_all(cluster, &setup.wait).await;
+        if !r.result("setup: wait", started, res) {
+            return false;
+        }
+    }
+    true
+}
 
+/// Each expectation in order, the CRs applied before the first `after: cr-applied` and
+/// deleted before the first `after: cr-deleted`.
+async fn expectations(
+    cluster: &Cluster,
+    shell: &Shell,
+    spec: &super::spec::Spec,
+    dir: &Path,
+    r: &mut Recorder,
+) {
     let (mut applied, mut deleted) = (false, false);
     for exp in &spec.expect {
         let after = exp.after.as_deref().unwrap_or("setup-complete");
         match after {
             "setup-complete" => {}
-            "cr-applied" | "cr-deleted"
-                if !(if after == "cr-applied" {
-                    applied
-                } else {
-                    deleted
-                }) =>
-            {
+            "cr-applied" | "cr-deleted" => {
                 let apply = after == "cr-applied";
-                if apply {
-                    applied = true
-                } else {
-                    deleted = true
-                }
-                let started = Instant::now();
-                let res = async {
-                    for cr in spec.cr_paths() {
-                        let file = dir.join(cr);
-                        if apply {
-                            cluster.apply_file(&file, None).await?;
-                        } else {
-                            cluster.delete_file(&file, true).await?;
+                let done = if apply { &mut applied } else { &mut deleted };
+                if !*done {
+                    *done = true;
+                    let started = Instant::now();
+                    let res = async {
+                        for cr in spec.cr_paths() {
+                            let file = dir.join(cr);
+                            if apply {
+                                cluster.apply_file(&file, None).await?;
+                            } else {
+                                cluster.delete_file(&file, true).await?;
+                            }
                         }
+                        Ok(())
                     }
-                    Ok(())
-                }
-                .await;
-                let step = if apply {
-                    "apply the CRs"
-                } else {
-                    "delete the CRs"
-                };
-                if !r.result(step, started, res) {
-                    break;
+                    .await;
+                    let step = if apply {
+                        "apply the CRs"
+                    } else {
+                        "delete the CRs"
+                    };
+                    if !r.result(step, started, res) {
+                        break;
+                    }
                 }
             }
-            "cr-applied" | "cr-deleted" => {}
             other => {
                 r.push(Case {
                     name: exp.name.clone(),
@@ -204,16 +199,6 @@ pub async fn run_spec(cluster: &Cluster, shell: &Shell, e2e: &E2e, path: &Path) 
         }
         r.push(case);
     }
-    finish(
-        cluster,
-        shell,
-        spec.on_failure.as_ref(),
-        &dir,
-        r,
-        name,
-        path,
-    )
-    .await
 }
 
 async fn finish(

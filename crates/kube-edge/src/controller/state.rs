@@ -474,7 +474,7 @@ impl EntryState {
     fn inspect(&self, key: &str) -> Value {
         json!({
             "key": key,
-            "known": self.index.keys().iter().any(|k| k == key),
+            "known": self.index.has_cr(key),
             "state": self.state_of(key),
             "records": self.recorder.show(key),
         })
@@ -575,7 +575,6 @@ mod tests {
     use kube::core::DynamicObject;
     use kube::discovery::ApiResource;
     use kube::runtime::watcher;
-    use ork_protocol::ManagedType;
     use serde_json::json;
 
     use super::*;
@@ -627,21 +626,7 @@ spec:
             kind: kind.into(),
             plural: plural.into(),
         };
-        let child = ChildType {
-            managed: ManagedType {
-                group: String::new(),
-                version: "v1".into(),
-                kind: "ConfigMap".into(),
-                plural: "configmaps".into(),
-                namespaced: true,
-                namespaces: vec![],
-                cluster_scoped: false,
-                bind_roles: Vec::new(),
-                service_account_tokens: false,
-                served_versions: vec!["v1".into()],
-            },
-            resource: resource("", "ConfigMap", "configmaps"),
-        };
+        let child = ChildType::config_maps();
         let ctx = Arc::new(
             EntryContext::build(
                 "webapp".into(),

@@ -209,7 +209,6 @@ impl Index {
     }
 
     /// Whether `key` is known (listed and not deleted).
-    #[cfg(test)]
     pub fn has_cr(&self, key: &str) -> bool {
         self.crs.contains_key(key)
     }

@@ -404,22 +404,10 @@ async fn merge(at: &CrAt<'_>, patch: &Value) -> Result<(), kube::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ork_protocol::ManagedType;
 
     fn child(object: Value) -> DesiredChild {
         DesiredChild {
-            managed: ManagedType {
-                group: String::new(),
-                version: "v1".into(),
-                kind: "ConfigMap".into(),
-                plural: "configmaps".into(),
-                namespaced: true,
-                namespaces: vec![],
-                cluster_scoped: false,
-                bind_roles: Vec::new(),
-                service_account_tokens: false,
-                served_versions: vec!["v1".into()],
-            },
+            managed: crate::discovery::ChildType::config_maps().managed,
             name: "a".into(),
             namespace: Some("ns".into()),
             object,

@@ -286,18 +286,7 @@ mod tests {
 
     fn desired(name: &str, value: &str) -> DesiredChild {
         DesiredChild {
-            managed: ork_protocol::ManagedType {
-                group: String::new(),
-                version: "v1".into(),
-                kind: "ConfigMap".into(),
-                plural: "configmaps".into(),
-                namespaced: true,
-                namespaces: vec![],
-                cluster_scoped: false,
-                bind_roles: Vec::new(),
-                service_account_tokens: false,
-                served_versions: vec!["v1".into()],
-            },
+            managed: crate::discovery::ChildType::config_maps().managed,
             name: name.into(),
             namespace: Some("ns".into()),
             object: json!({"apiVersion": "v1", "kind": "ConfigMap",
