@@ -1,4 +1,4 @@
-//! `cargo xtask chaos [--crs N] [--scenarios r1,r2,r3,r4] [--kills K]`: the reliability suite.
+//! `cargo xtask chaos [--crs N] [--scenarios r1,…,r6] [--kills K]`: the reliability suite.
 //!
 //! Builds ork and `ork-chaos` in release, starts a local cluster of its own
 //! (`cluster::start_in`: etcd, kube-apiserver, kube-controller-manager in
@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::cluster;
-use crate::tools::{Result, cargo, run, target_dir, workspace_root};
+use crate::tools::{IPTABLES, Result, cargo, ensure_debian, run, target_dir, workspace_root};
 
 pub fn chaos(args: &[&str]) -> Result<()> {
     let mut crs = "2000".to_string();
@@ -33,6 +33,7 @@ pub fn chaos(args: &[&str]) -> Result<()> {
     }
     crs.parse::<usize>()
         .map_err(|_| format!("--crs {crs:?} is not a number"))?;
+    ensure_debian(IPTABLES, "iptables", "R5's faults on the test host's link")?;
     run(Command::new(cargo()).current_dir(workspace_root()).args([
         "build",
         "--release",

@@ -117,7 +117,12 @@ fn test(args: &[&str]) -> Result<()> {
         }
     }
     ensure_python_jsonschema()?;
-    ensure_chromium()?;
+    tools::ensure_debian(CHROMIUM, "chromium", "the status page's browser test")?;
+    tools::ensure_debian(
+        tools::IPTABLES,
+        "iptables",
+        "the reliability tests' faults on a test host's link",
+    )?;
     helm::ensure()?;
     let cluster = cluster::Cluster::new(&version);
     let started = cluster.up()?;
@@ -148,28 +153,6 @@ fn test(args: &[&str]) -> Result<()> {
 
 /// The browser the status page is tested in: Debian's Chromium, headless.
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// Installs Debian's `chromium` for the status page's browser test when it is not there.
-fn ensure_chromium() -> Result<()> {
-    if std::path::Path::new(CHROMIUM).exists() {
-        return Ok(());
-    }
-    eprintln!("test: installing Debian's chromium for the status page's browser test");
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "chromium"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !install() {
-        run(Command::new("apt-get").args(["update", "-q"]))?;
-        if !install() {
-            return Err("apt-get could not install chromium".into());
-        }
-    }
-    Ok(())
-}
 
 /// The schema tests check `ork schema` with an independent validator, Python's `jsonschema`.
 fn ensure_python_jsonschema() -> Result<()> {

@@ -39,3 +39,29 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
         Err(format!("{:?} failed: {status}", cmd.get_program()).into())
     }
 }
+
+/// R5's faults on a test host's link need iptables' legacy backend (its NFQUEUE target works
+/// where the kernel has no `nft_queue`).
+pub const IPTABLES: &str = "/usr/sbin/iptables-legacy";
+
+/// Installs Debian's `package` when `path` is not there (`why` says who needs it).
+pub fn ensure_debian(path: &str, package: &str, why: &str) -> Result<()> {
+    if std::path::Path::new(path).exists() {
+        return Ok(());
+    }
+    eprintln!("installing Debian's {package} for {why}");
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !install() {
+        run(Command::new("apt-get").args(["update", "-q"]))?;
+        if !install() {
+            return Err(format!("apt-get could not install {package}").into());
+        }
+    }
+    Ok(())
+}

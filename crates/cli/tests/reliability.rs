@@ -1,7 +1,8 @@
 //! The reliability suite's short profile (the full one is `cargo xtask chaos`): a few dozen CRs
 //! per scenario against the shared local cluster, with the same fault-injecting service and the
-//! same invariant check. R2 (API server restart) is not here: it would stop the API server
-//! every other test uses. Invariants are asserted; times, CPU and RSS are printed, never asserted.
+//! same invariant check. R2 (API server restart) and R6's second phase are not here: they would
+//! stop the API server every other test uses. R5 needs root and `iptables-legacy` (`cargo xtask
+//! test` installs Debian's `iptables`). Invariants are asserted; times, CPU and RSS are printed, never asserted.
 
 #[path = "../../test-support/src/chaos/mod.rs"]
 #[allow(dead_code)]
@@ -37,4 +38,17 @@ async fn sigkills_during_create_edit_delete_leave_no_orphan_and_no_stuck_finaliz
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_sigkill_hands_over_with_no_object_written_by_both() -> Result<()> {
     scenario("r4").await
+}
+
+/// R5: the service on a test host of its own behind a veth pair; its link slow (200 ± 50 ms),
+/// lossy (5 %) and reordering, then cut, then healed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_lossy_then_cut_link_to_the_service_loses_nothing() -> Result<()> {
+    scenario("r5").await
+}
+
+/// R6: a FlowSchema throttles ork's own ServiceAccount (429 with Retry-After), then goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_server_throttling_loses_nothing_and_converges_when_it_ends() -> Result<()> {
+    scenario("r6").await
 }

@@ -157,6 +157,7 @@ impl HttpTransport {
             .header(CONTENT_TYPE, "application/json")
             .header("traceparent", traceparent())
             .header("x-ork-delivery", random_hex(16))
+            .header(DEADLINE, deadline_millis(call.timeout))
             .body(call.body);
         if let Some(c) = call.credential {
             req = req.header(c.header.clone(), c.value.clone());
@@ -225,6 +226,18 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cur = next;
     }
     cur.to_string()
+}
+
+/// The header with the time ork stops waiting for the answer, in milliseconds since the Unix
+/// epoch: a request that reaches the service later (a retransmission after a partition, a queue
+/// in a proxy) was given up on, and its answer will not be read.
+pub const DEADLINE: &str = "x-ork-deadline";
+
+fn deadline_millis(timeout: std::time::Duration) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (now + timeout).as_millis().to_string()
 }
 
 fn traceparent() -> String {

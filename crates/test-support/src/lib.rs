@@ -15,6 +15,7 @@ use kube::{Client, Config, ResourceExt};
 use rand::Rng;
 
 pub mod fake_service;
+pub mod netns;
 pub mod pki;
 
 /// Installs the one TLS provider (ring) for rustls; safe to call many times.
@@ -46,6 +47,41 @@ pub async fn client() -> Result<Client> {
     })?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     Ok(Client::try_from(config)?)
+}
+
+/// A kubeconfig at `path` for the local cluster that authenticates with `token`.
+pub fn kubeconfig_with_token(token: &str, path: &std::path::Path) -> Result<()> {
+    let mut kc = kube::config::Kubeconfig::read_from(kubeconfig_path())?;
+    for user in &mut kc.auth_infos {
+        if let Some(info) = user.auth_info.as_mut() {
+            info.token = Some(token.to_string().into());
+        }
+    }
+    std::fs::write(path, serde_json::to_string(&kc)?)?;
+    Ok(())
+}
+
+/// A token of ServiceAccount `ns/name` from the TokenRequest API (1.24+ no longer gives every
+/// ServiceAccount a token Secret).
+pub async fn service_account_token(admin: &Client, ns: &str, name: &str) -> Result<String> {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
+    let request: TokenRequest = serde_json::from_value(serde_json::json!({
+        "spec": {"audiences": [], "expirationSeconds": 3600}
+    }))?;
+    wait_for(
+        "the ServiceAccount token",
+        Duration::from_secs(30),
+        || async {
+            let answer = accounts
+                .create_token_request(name, &Default::default(), &request)
+                .await
+                .ok()?;
+            Some(answer.status?.token)
+        },
+    )
+    .await
 }
 
 /// A namespace with a random name, deleted (with everything in it) when dropped.

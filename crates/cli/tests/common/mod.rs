@@ -16,6 +16,7 @@ use kube::api::Api;
 use kube::core::{DynamicObject, GroupVersionKind};
 use ork_test_support::fake_service::{FakeService, webapp_answer};
 use ork_test_support::{TestNamespace, apply_yaml, client, install_crypto, resolve, wait_for};
+pub use ork_test_support::{kubeconfig_with_token, service_account_token};
 
 pub const CRD: &str = include_str!("../../../../examples/webapp/crd.yaml");
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -282,18 +283,6 @@ pub fn admin_token() -> Result<String> {
         .ok_or_else(|| anyhow::anyhow!("the local cluster's kubeconfig has no token"))
 }
 
-/// A kubeconfig at `path` for the local cluster that authenticates with `token`.
-pub fn kubeconfig_with_token(token: &str, path: &std::path::Path) -> Result<()> {
-    let mut kc = kube::config::Kubeconfig::read_from(ork_test_support::kubeconfig_path())?;
-    for user in &mut kc.auth_infos {
-        if let Some(info) = user.auth_info.as_mut() {
-            info.token = Some(token.to_string().into());
-        }
-    }
-    std::fs::write(path, serde_json::to_string(&kc)?)?;
-    Ok(())
-}
-
 /// `ork generate rbac -k katalog --namespace ns --name name`.
 pub fn generate_rbac(katalog: &std::path::Path, ns: &str, name: &str) -> Result<String> {
     let out = Command::new(env!("CARGO_BIN_EXE_ork"))
@@ -308,25 +297,6 @@ pub fn generate_rbac(katalog: &std::path::Path, ns: &str, name: &str) -> Result<
         );
     }
     Ok(String::from_utf8(out.stdout)?)
-}
-
-/// A token of ServiceAccount `ns/name` from the TokenRequest API (1.24+ no longer gives every
-/// ServiceAccount a token Secret).
-pub async fn service_account_token(admin: &Client, ns: &str, name: &str) -> Result<String> {
-    use k8s_openapi::api::authentication::v1::TokenRequest;
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
-    let request: TokenRequest = serde_json::from_value(serde_json::json!({
-        "spec": {"audiences": [], "expirationSeconds": 3600}
-    }))?;
-    wait_for("the ServiceAccount token", WAIT, || async {
-        let answer = accounts
-            .create_token_request(name, &Default::default(), &request)
-            .await
-            .ok()?;
-        Some(answer.status?.token)
-    })
-    .await
 }
 
 /// Starts `ork run` with the RBAC `ork generate rbac` derives for `katalog` (in namespace

@@ -104,7 +104,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         Ok(_) => tracing::debug!(ms = elapsed.as_millis() as u64, "reconciled, no change"),
         Err(e) => tracing::warn!(ms = elapsed.as_millis() as u64, error = %e, "reconcile failed"),
     }
-    let later = record::record(
+    let recorded = record::record(
         ctx,
         ports,
         job,
@@ -116,6 +116,13 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         },
     )
     .await;
+    let later = recorded.later;
+    // The children are right but the CR does not say so: retried (the service is asked again,
+    // at least once as always) until its status tells the truth.
+    let outcome = match (outcome, recorded.status_failed) {
+        (Ok(_), Some(e)) => Err(ReconcileError::WriteFailed(e)),
+        (outcome, _) => outcome,
+    };
     let planned = !plan.steps.is_empty() || decision.is_some();
     Done {
         outcome,

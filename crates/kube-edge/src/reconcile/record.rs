@@ -33,6 +33,15 @@ const ERROR_TEXT: usize = 1000;
 /// (SPEC §14), under the condition's own limit.
 const STATUS_TEXT: usize = 4000;
 
+/// What [`record`] did: the annotations and events left for the lower-priority lane, and the
+/// status write's failure, if it failed.
+pub(super) struct Recorded {
+    pub later: Option<Later>,
+    /// A status that could not be written leaves the CR telling an older story (a stale
+    /// `observedGeneration`, an old condition): the key is retried as for any failed write.
+    pub status_failed: Option<crate::ports::WriteError>,
+}
+
 /// Status after a reconcile, success or failure, written now; the annotations and events it
 /// calls for are returned for the lower-priority lane.
 pub(super) async fn record(
@@ -40,7 +49,7 @@ pub(super) async fn record(
     ports: Ports<'_>,
     job: &Job,
     outcome: Outcome<'_>,
-) -> Option<Later> {
+) -> Recorded {
     let cr = job.cr.as_ref();
     let error = outcome
         .error
@@ -116,13 +125,18 @@ pub(super) async fn record(
         });
     }
     let at = CrRef::of(cr);
+    let mut status_failed = None;
     if let Some(patch) = &status_patch
         && let Err(e) = ports.cluster.patch_status(&at, patch).await
     {
         tracing::warn!(error = %e, "status not written");
+        status_failed = Some(e);
     }
     let later = Later::new(at, metadata(ctx, cr, annotations), events);
-    (!later.is_empty()).then_some(later)
+    Recorded {
+        later: (!later.is_empty()).then_some(later),
+        status_failed,
+    }
 }
 
 /// Records a failure that happened outside the normal path (a caught panic).
@@ -138,7 +152,7 @@ pub(crate) async fn record_failure(
         changed_children: false,
         elapsed: Duration::ZERO,
     };
-    record(ctx, ports, job, outcome).await
+    record(ctx, ports, job, outcome).await.later
 }
 
 pub(super) fn warning(kind: &str, message: &str) -> Event {

@@ -1,4 +1,4 @@
-//! `ork-chaos ORK_BINARY [--crs N] [--scenarios r1,r2,r3,r4] [--kills K] [--out DIR]
+//! `ork-chaos ORK_BINARY [--crs N] [--scenarios r1,…,r6] [--kills K] [--out DIR]
 //! [--apiserver-pids FILE]`: the reliability suite against the cluster of `$KUBECONFIG` (see
 //! `crates/test-support/src/chaos/mod.rs`). R2 stops and starts the API server recorded in the
 //! pids file, so it runs only when one is given (`cargo xtask chaos` starts a cluster of its
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 fn usage() -> &'static str {
-    "usage: ork-chaos ORK_BINARY [--crs N] [--scenarios r1,r2,r3,r4] [--kills K] [--out DIR] [--apiserver-pids FILE]"
+    "usage: ork-chaos ORK_BINARY [--crs N] [--scenarios r1,…,r6] [--kills K] [--out DIR] [--apiserver-pids FILE]"
 }
 
 #[tokio::main]
@@ -34,7 +34,7 @@ async fn real_main() -> Result<bool> {
     let mut ork = None;
     let mut crs = 2000usize;
     let mut kills = None;
-    let mut scenarios = "r1,r2,r3,r4".to_string();
+    let mut scenarios = "r1,r2,r3,r4,r5,r6".to_string();
     let mut out = std::env::temp_dir().join("ork-chaos");
     let mut pids = None;
     let mut it = args.into_iter();

@@ -8,13 +8,20 @@
 //! - R3 ork SIGKILL × k while CRs with cross-namespace children and `finalize: true` are created,
 //!   edited and deleted.
 //! - R4 two `--leader-elect` replicas, the leader SIGKILLed mid-run.
+//! - R5 network faults: the service on a test host of its own (a network namespace behind a
+//!   veth pair), its link slow, lossy and reordering, then cut, then healed
+//!   ([`ork_test_support::netns`]).
+//! - R6 API server throttling: a FlowSchema rejects ork's requests with 429, then (on a cluster
+//!   of the run's own) the API server runs short of seats for everybody.
 //!
 //! Included by path from `src/bin/ork-chaos.rs` and `crates/cli/tests/reliability.rs`: it names
 //! the library as `ork_test_support`, never `crate`.
 
 pub mod check;
+mod network;
 pub mod procs;
 pub mod service;
+mod throttle;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -80,6 +87,10 @@ pub struct Config {
     pub fault_secs: u64,
     /// R2: how long the API server stays down.
     pub outage_secs: u64,
+    /// R5: how long the link to the service is cut (after `fault_secs` of a degraded link).
+    pub partition_secs: u64,
+    /// R6: how long each throttling phase lasts.
+    pub throttle_secs: u64,
     /// After convergence: calls, CPU and RSS are watched this long with nothing happening.
     pub idle_secs: u64,
     pub converge_limit: Duration,
@@ -107,6 +118,8 @@ impl Config {
             apiserver,
             fault_secs: 20,
             outage_secs: 10,
+            partition_secs: 20,
+            throttle_secs: 20,
             idle_secs: 15,
             converge_limit: Duration::from_secs(300),
             lease: Duration::from_secs(4),
@@ -127,6 +140,8 @@ impl Config {
             apiserver: None,
             fault_secs: 4,
             outage_secs: 4,
+            partition_secs: 4,
+            throttle_secs: 4,
             idle_secs: 3,
             converge_limit: Duration::from_secs(90),
             lease: Duration::from_secs(4),
@@ -230,7 +245,9 @@ pub async fn run(cfg: &Config, which: &[&str]) -> Result<Vec<Report>> {
             "r2" => r2(cfg).await?,
             "r3" => r3(cfg).await?,
             "r4" => r4(cfg).await?,
-            other => bail!("no scenario {other:?} (r1, r2, r3, r4)"),
+            "r5" => network::r5(cfg).await?,
+            "r6" => throttle::r6(cfg).await?,
+            other => bail!("no scenario {other:?} (r1 … r6)"),
         };
         println!("{report}");
         reports.push(report);
@@ -368,6 +385,30 @@ async fn edit_all(
     Ok(n)
 }
 
+/// Edit rounds (all, then a third) until `until` has passed; returns the edits made.
+async fn edit_for(
+    crs: &Api<DynamicObject>,
+    model: &Shared,
+    all: &[String],
+    conc: usize,
+    until: Duration,
+) -> Result<usize> {
+    let thirds: Vec<String> = all.iter().step_by(3).cloned().collect();
+    let started = Instant::now();
+    let (mut edits, mut rounds) = (0, 0usize);
+    while rounds == 0 || started.elapsed() < until {
+        let batch = if rounds.is_multiple_of(2) {
+            all
+        } else {
+            &thirds[..]
+        };
+        edits += edit_all(crs, model, batch, conc).await?;
+        rounds += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(edits)
+}
+
 fn names(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("{prefix}{i:05}")).collect()
 }
@@ -493,7 +534,17 @@ impl Stage {
             // Idle: nothing changes, so ork must neither call the service nor grow.
             let calls = svc.call_count();
             tokio::time::sleep(Duration::from_secs(cfg.idle_secs)).await;
-            let idle_calls = svc.calls().into_iter().skip(calls).collect::<Vec<_>>();
+            let (late, idle_calls): (Vec<_>, Vec<_>) = svc
+                .calls()
+                .into_iter()
+                .skip(calls)
+                .partition(|c| c.outcome == service::LATE);
+            if !late.is_empty() {
+                report.notes.push(format!(
+                    "{} requests reached the service during the idle window after their x-ork-deadline (sent before convergence, delivered late by TCP); the service did nothing for them",
+                    late.len()
+                ));
+            }
             findings = check::check(&self.client, &self.crs, scope, model).await?;
             findings.set(
                 "calls_while_idle",

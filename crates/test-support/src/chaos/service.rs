@@ -27,6 +27,10 @@ pub const FAULTS: [&str; 8] = [
     "slow-drip-past-timeout",
 ];
 
+/// The outcome of a request that arrived after its `x-ork-deadline` (a retransmission after a
+/// partition, R5): ork had given up on it; the service answers 504 and does nothing.
+pub const LATE: &str = "late";
+
 /// One call as the service saw it.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -93,7 +97,27 @@ impl ChaosService {
     /// # Errors
     /// When no loopback port can be bound.
     pub async fn start(timeout: Duration, seed: u64) -> std::io::Result<ChaosService> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::serve_on(TcpListener::bind("127.0.0.1:0").await?, timeout, seed)
+    }
+
+    /// Serves on `listener` (a test host's socket, R5) until the runtime ends.
+    ///
+    /// # Errors
+    /// When the socket cannot be handed to the runtime.
+    pub fn start_on(
+        listener: std::net::TcpListener,
+        timeout: Duration,
+        seed: u64,
+    ) -> std::io::Result<ChaosService> {
+        listener.set_nonblocking(true)?;
+        Self::serve_on(TcpListener::from_std(listener)?, timeout, seed)
+    }
+
+    fn serve_on(
+        listener: TcpListener,
+        timeout: Duration,
+        seed: u64,
+    ) -> std::io::Result<ChaosService> {
         let svc = ChaosService {
             url: format!("http://{}/reconcile", listener.local_addr()?),
             fault_pct: Arc::default(),
@@ -129,9 +153,14 @@ impl ChaosService {
         lock(&self.state).calls.clone()
     }
 
-    /// When the last call arrived (None: no call yet).
+    /// When the last call ork waited for arrived (None: no call yet).
     pub fn last_call_at(&self) -> Option<Instant> {
-        lock(&self.state).calls.last().map(|c| c.at)
+        let st = lock(&self.state);
+        st.calls
+            .iter()
+            .rev()
+            .find(|c| c.outcome != LATE)
+            .map(|c| c.at)
     }
 
     pub fn call_count(&self) -> usize {
@@ -161,20 +190,24 @@ impl ChaosService {
     async fn serve(self, mut conn: TcpStream) {
         let mut buf = Vec::new();
         loop {
-            let Some((path, body)) = read_request(&mut conn, &mut buf).await else {
+            let Some(request) = read_request(&mut conn, &mut buf).await else {
                 return;
             };
+            let (path, body) = (&request.path, &request.body);
             let replica = path.rsplit('/').next().unwrap_or("ork").to_string();
             let replica = if replica == "reconcile" {
                 "ork".to_string()
             } else {
                 replica
             };
-            let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let req: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
             let key = req["key"].as_str().unwrap_or("?").to_string();
             let finalizing = req["prepared"]["finalizing"] == true;
             let (fault, slow_ok) = self.roll();
+            let late = request.late();
             let outcome = match (fault, finalizing) {
+                // ork gave up on it before it came: a service does nothing for it.
+                _ if late => LATE,
                 (Some(f), _) => f,
                 (None, true) => "finalized",
                 (None, false) if slow_ok => "slow-ok",
@@ -198,6 +231,7 @@ impl ChaosService {
             };
             let poisoned = || answer(&req, &replica, cross.as_deref(), true).to_string();
             let keep = match outcome {
+                LATE => write_response(&mut conn, 504, b"{}").await,
                 "ok" | "finalized" => write_response(&mut conn, 200, good().as_bytes()).await,
                 "slow-ok" => {
                     // Eight pieces over ~0.8 s: well within the timeout.
@@ -305,7 +339,33 @@ pub fn answer(req: &Value, replica: &str, cross: Option<&str>, poison: bool) -> 
 }
 
 /// Reads one request (head and Content-Length body); None when the peer closed.
-async fn read_request(conn: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+/// A request as the service read it.
+struct Request {
+    path: String,
+    body: Vec<u8>,
+    /// `x-ork-deadline` (Unix milliseconds), when ork sent one.
+    deadline_ms: Option<u128>,
+}
+
+impl Request {
+    /// It arrived after the deadline ork gave it: ork no longer waits for its answer.
+    fn late(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        self.deadline_ms.is_some_and(|d| now > d)
+    }
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+async fn read_request(conn: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).into_owned();
@@ -315,15 +375,10 @@ async fn read_request(conn: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String
                 .and_then(|l| l.split_whitespace().nth(1))
                 .unwrap_or("/")
                 .to_string();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.trim()
-                        .eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse().ok())?
-                })
+            let len: usize = header(&head, "content-length")
+                .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
+            let deadline_ms = header(&head, "x-ork-deadline").and_then(|v| v.parse().ok());
             while buf.len() < end + 4 + len {
                 if !read_more(conn, buf).await {
                     return None;
@@ -331,7 +386,11 @@ async fn read_request(conn: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String
             }
             let body = buf[end + 4..end + 4 + len].to_vec();
             buf.drain(..end + 4 + len);
-            return Some((path, body));
+            return Some(Request {
+                path,
+                body,
+                deadline_ms,
+            });
         }
         if !read_more(conn, buf).await {
             return None;
