@@ -634,7 +634,8 @@ fn scope(stage: &Stage, cross: Option<&TestNamespace>, writer: &str) -> Scope {
     Scope {
         ns: stage.ns.name.clone(),
         cross_ns: cross.map(|c| c.name.clone()),
-        writer: writer.to_string(),
+        writers: vec![writer.to_string()],
+        unstamped: None,
     }
 }
 
