@@ -1,6 +1,6 @@
 //! The reliability suite (`cargo xtask chaos`, and a short profile in `cargo xtask test`): real
 //! `ork run` processes against the local cluster and a fault-injecting reconcile service on
-//! loopback, four scenarios, each ending with the same invariant check ([`check`]).
+//! loopback, six scenarios, each ending with the same invariant check ([`check`]).
 //!
 //! - R1 service faults: a share of calls fail in eight ways, then the service recovers.
 //! - R2 API server restart: kube-apiserver stopped mid-run while CRs keep being edited, started
@@ -8,11 +8,16 @@
 //! - R3 ork SIGKILL × k while CRs with cross-namespace children and `finalize: true` are created,
 //!   edited and deleted.
 //! - R4 two `--leader-elect` replicas, the leader SIGKILLed mid-run.
+//! - R7 rolling upgrade: two `--leader-elect` replicas of the previous release replaced one by
+//!   one by the current build while CRs are edited (only with [`Config::previous_ork`]).
+//! - R8 shard rebalancing: `--shards N` replicas added, SIGTERMed and SIGKILLed every few seconds
+//!   while CRs are created and edited ([`fleet`]).
 //!
 //! Included by path from `src/bin/ork-chaos.rs` and `crates/cli/tests/reliability.rs`: it names
 //! the library as `ork_test_support`, never `crate`.
 
 pub mod check;
+pub mod fleet;
 pub mod procs;
 pub mod service;
 
@@ -90,6 +95,13 @@ pub struct Config {
     pub assert_memory: bool,
     /// Creates and edits in flight at once.
     pub concurrency: usize,
+    /// R7: the `ork` binary of the previous release (None: R7 cannot run).
+    pub previous_ork: Option<PathBuf>,
+    /// R8: `--shards`.
+    pub shards: u32,
+    /// R8: how many times a replica is added or removed, and the pause before each.
+    pub fleet_steps: usize,
+    pub fleet_gap: Duration,
 }
 
 impl Config {
@@ -113,6 +125,10 @@ impl Config {
             seed: 0x0c4a_05c4_a05c_a05c,
             assert_memory: true,
             concurrency: 16,
+            previous_ork: None,
+            shards: 9,
+            fleet_steps: 10,
+            fleet_gap: Duration::from_secs(3),
         }
     }
 
@@ -133,6 +149,10 @@ impl Config {
             seed: 0x5eed,
             assert_memory: false,
             concurrency: 8,
+            previous_ork: None,
+            shards: 9,
+            fleet_steps: 6,
+            fleet_gap: Duration::from_secs(2),
         }
     }
 }
@@ -216,7 +236,8 @@ impl fmt::Display for Report {
     }
 }
 
-/// Runs the named scenarios in order ("r1".."r4"); R2 is skipped without an [`ApiServer`].
+/// Runs the named scenarios in order ("r1".."r4", "r7", "r8"); R2 needs an [`ApiServer`] and R7
+/// [`Config::previous_ork`].
 ///
 /// # Errors
 /// When the cluster cannot be reached or a scenario cannot be set up (invariant failures are
@@ -230,7 +251,9 @@ pub async fn run(cfg: &Config, which: &[&str]) -> Result<Vec<Report>> {
             "r2" => r2(cfg).await?,
             "r3" => r3(cfg).await?,
             "r4" => r4(cfg).await?,
-            other => bail!("no scenario {other:?} (r1, r2, r3, r4)"),
+            "r7" => fleet::r7(cfg).await?,
+            "r8" => fleet::r8(cfg).await?,
+            other => bail!("no scenario {other:?} (r1, r2, r3, r4, r7, r8)"),
         };
         println!("{report}");
         reports.push(report);
