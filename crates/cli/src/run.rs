@@ -163,13 +163,24 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         let runtime = runtime.clone();
         tokio::spawn(async move { sharder.run(runtime).await })
     });
-    let result = tokio::select! {
-        result = runtime.run(client, katalog, options) => result.map_err(anyhow::Error::from),
-        () = shutdown_signal() => Ok(()),
+    // The entries' loops outlive the signal: they count the reconciles in flight as those
+    // finish (dropped, they would leave the count where it stood, and the drain would wait its
+    // whole grace period with the Leases held and nothing to wait for).
+    let mut entries = std::pin::pin!(runtime.run(client, katalog, options));
+    let (result, signalled) = tokio::select! {
+        result = &mut entries => (result.map_err(anyhow::Error::from), false),
+        () = shutdown_signal() => (Ok(()), true),
     };
     // Stop taking work, let what is in flight finish (bounded), then hand the lease over.
     runtime.set_active(false);
-    let left = runtime.drain(args.shutdown_grace).await;
+    let left = if signalled {
+        tokio::select! {
+            left = runtime.drain(args.shutdown_grace) => left,
+            _ = &mut entries => runtime.in_flight(),
+        }
+    } else {
+        runtime.drain(args.shutdown_grace).await
+    };
     if left > 0 {
         tracing::warn!(
             abandoned = left,

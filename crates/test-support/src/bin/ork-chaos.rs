@@ -1,8 +1,10 @@
-//! `ork-chaos ORK_BINARY [--crs N] [--scenarios r1,…,r6] [--kills K] [--out DIR]
-//! [--apiserver-pids FILE]`: the reliability suite against the cluster of `$KUBECONFIG` (see
-//! `crates/test-support/src/chaos/mod.rs`). R2 stops and starts the API server recorded in the
-//! pids file, so it runs only when one is given (`cargo xtask chaos` starts a cluster of its
-//! own and passes it). Exit 1 when any invariant fails. Loopback only.
+//! `ork-chaos ORK_BINARY [--crs N] [--scenarios r1,…,r8] [--kills K] [--out DIR]
+//! [--apiserver-pids FILE] [--previous-ork PATH]`: the reliability suite against the cluster of
+//! `$KUBECONFIG` (see `crates/test-support/src/chaos/mod.rs`). R2 stops and starts the API server
+//! recorded in the pids file, so it runs only when one is given (`cargo xtask chaos` starts a
+//! cluster of its own and passes it); R7 upgrades from the previous release's `ork`, so it runs
+//! only with `--previous-ork` (`cargo xtask chaos` builds it). Exit 1 when any invariant fails.
+//! Loopback only, and R5's test host in a network namespace the run creates.
 
 #[path = "../chaos/mod.rs"]
 #[allow(dead_code)]
@@ -14,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 fn usage() -> &'static str {
-    "usage: ork-chaos ORK_BINARY [--crs N] [--scenarios r1,…,r6] [--kills K] [--out DIR] [--apiserver-pids FILE]"
+    "usage: ork-chaos ORK_BINARY [--crs N] [--scenarios r1,…,r8] [--kills K] [--out DIR] [--apiserver-pids FILE] [--previous-ork PATH]\n\n  r1 service faults, r2 API server restart (needs --apiserver-pids), r3 ork SIGKILLs,\n  r4 leader SIGKILL, r5 network faults (root, iptables-legacy), r6 API server throttling,\n  r7 rolling upgrade from the previous release (needs --previous-ork), r8 shard rebalancing;\n  default: all of them"
 }
 
 #[tokio::main]
@@ -34,9 +36,10 @@ async fn real_main() -> Result<bool> {
     let mut ork = None;
     let mut crs = 2000usize;
     let mut kills = None;
-    let mut scenarios = "r1,r2,r3,r4,r5,r6".to_string();
+    let mut scenarios = "r1,r2,r3,r4,r5,r6,r7,r8".to_string();
     let mut out = std::env::temp_dir().join("ork-chaos");
     let mut pids = None;
+    let mut previous = None;
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -49,6 +52,7 @@ async fn real_main() -> Result<bool> {
             "--scenarios" => scenarios = value("--scenarios")?,
             "--out" => out = PathBuf::from(value("--out")?),
             "--apiserver-pids" => pids = Some(PathBuf::from(value("--apiserver-pids")?)),
+            "--previous-ork" => previous = Some(PathBuf::from(value("--previous-ork")?)),
             "-h" | "--help" => {
                 println!("{}", usage());
                 return Ok(true);
@@ -63,6 +67,7 @@ async fn real_main() -> Result<bool> {
     if let Some(k) = kills {
         cfg.kills = k;
     }
+    cfg.previous_ork = previous;
     let mut which: Vec<&str> = scenarios
         .split(',')
         .map(str::trim)
@@ -71,6 +76,12 @@ async fn real_main() -> Result<bool> {
     if cfg.apiserver.is_none() && which.contains(&"r2") {
         eprintln!("ork-chaos: R2 skipped: it needs a cluster of its own (--apiserver-pids)");
         which.retain(|w| *w != "r2");
+    }
+    if cfg.previous_ork.is_none() && which.contains(&"r7") {
+        eprintln!(
+            "ork-chaos: R7 skipped: it upgrades from the previous release's ork (--previous-ork)"
+        );
+        which.retain(|w| *w != "r7");
     }
     println!(
         "ork-chaos: {} CRs per scenario, scenarios {}, logs and samples in {}",

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::service::ChaosService;
-use super::{
+use super::stage::{
     CALL_TIMEOUT, Config, Report, Shared, Stage, create_all, edit_for, katalog, names, scope,
     snapshot,
 };

@@ -31,10 +31,27 @@ impl Ork {
         args: &[&str],
         ork_namespace: &str,
     ) -> Result<Ork> {
+        Ork::spawn_serving(bin, katalog, log, label, args, ork_namespace, "none")
+    }
+
+    /// As [`spawn`](Self::spawn), serving `/readyz` and the rest on `http_addr` (R7 waits for a
+    /// new replica to be ready, as a Deployment's rollout does).
+    ///
+    /// # Errors
+    /// When the binary cannot start.
+    pub fn spawn_serving(
+        bin: &Path,
+        katalog: &Path,
+        log: &Path,
+        label: &str,
+        args: &[&str],
+        ork_namespace: &str,
+        http_addr: &str,
+    ) -> Result<Ork> {
         let child = Command::new(bin)
             .args(["run", "-k"])
             .arg(katalog)
-            .arg("--http-addr=none")
+            .arg(format!("--http-addr={http_addr}"))
             .arg("--no-dev-files")
             .args(args)
             .env("KUBECONFIG", ork_test_support::kubeconfig_path())
@@ -44,6 +61,8 @@ impl Ork {
                 "info,kube=warn,kube_client=warn,kube_runtime=warn,hyper=off,reqwest=off,tower=off,h2=off,rustls=off",
             )
             .env("RUST_BACKTRACE", "1")
+            // The Lease identity is then host and pid, as the scenarios expect.
+            .env_remove("POD_NAME")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).with_context(|| log.display().to_string())?)
@@ -61,6 +80,26 @@ impl Ork {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGTERM: ork stops taking work, lets in-flight reconciles finish and gives its Leases
+    /// up (as a pod being deleted). Reap it with [`wait_exit`](Self::wait_exit).
+    pub fn terminate(&self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status();
+    }
+
+    /// Waits up to `limit` for the process to exit; false when it is still running.
+    pub async fn wait_exit(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.alive() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        true
     }
 
     /// Whether the process is still running.

@@ -42,6 +42,8 @@ pub struct Call {
     /// `spec.rev` of the CR ork sent.
     pub rev: Option<u64>,
     pub at: Instant,
+    /// When the answer was written, or the connection given up (None: still in flight).
+    pub ended: Option<Instant>,
     /// "ok", "slow-ok", "finalized", or one of [`FAULTS`].
     pub outcome: &'static str,
 }
@@ -85,6 +87,12 @@ pub struct ChaosService {
     cross_ns: Arc<Mutex<Option<String>>>,
     /// The per-call timeout in ork's Katalog: the hang and the slow-drip outlast it.
     timeout: Duration,
+    /// How long every call waits before its answer (R7, R8: long enough for two replicas'
+    /// calls of one key to overlap, were both to call it).
+    delay: Arc<Mutex<Duration>>,
+    /// CRs whose name starts with this get children without the `writer` stamp: the same
+    /// answer whoever calls (R7's CRs left alone during the upgrade).
+    unstamped: Arc<Mutex<Option<String>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,6 +135,8 @@ impl ChaosService {
             })),
             cross_ns: Arc::default(),
             timeout,
+            delay: Arc::default(),
+            unstamped: Arc::default(),
         };
         let s = svc.clone();
         tokio::spawn(async move {
@@ -146,6 +156,16 @@ impl ChaosService {
     /// Answers carry a second ConfigMap `<cr>-x` in `ns` (None: only the same-namespace one).
     pub fn set_cross_namespace(&self, ns: Option<String>) {
         *lock(&self.cross_ns) = ns;
+    }
+
+    /// From now on every call waits `delay` before its answer.
+    pub fn set_delay(&self, delay: Duration) {
+        *lock(&self.delay) = delay;
+    }
+
+    /// Children of CRs named `prefix…` carry no `writer` stamp (None: every child carries it).
+    pub fn set_unstamped(&self, prefix: Option<String>) {
+        *lock(&self.unstamped) = prefix;
     }
 
     /// Every call so far.
@@ -213,23 +233,37 @@ impl ChaosService {
                 (None, false) if slow_ok => "slow-ok",
                 (None, false) => "ok",
             };
-            lock(&self.state).calls.push(Call {
-                key,
-                replica: replica.clone(),
-                finalizing,
-                rev: req["object"]["spec"]["rev"].as_u64(),
-                at: Instant::now(),
-                outcome,
-            });
+            let index = {
+                let mut st = lock(&self.state);
+                st.calls.push(Call {
+                    key,
+                    replica: replica.clone(),
+                    finalizing,
+                    rev: req["object"]["spec"]["rev"].as_u64(),
+                    at: Instant::now(),
+                    ended: None,
+                    outcome,
+                });
+                st.calls.len() - 1
+            };
+            let delay = *lock(&self.delay);
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let cross = lock(&self.cross_ns).clone();
+            let name = req["object"]["metadata"]["name"].as_str().unwrap_or("");
+            let stamp = match lock(&self.unstamped).as_deref() {
+                Some(prefix) if name.starts_with(prefix) => None,
+                _ => Some(replica.as_str()),
+            };
             let good = || -> String {
                 if finalizing {
                     json!({"result": "ok", "finalized": true}).to_string()
                 } else {
-                    answer(&req, &replica, cross.as_deref(), false).to_string()
+                    answer(&req, &replica, stamp, cross.as_deref(), false).to_string()
                 }
             };
-            let poisoned = || answer(&req, &replica, cross.as_deref(), true).to_string();
+            let poisoned = || answer(&req, &replica, stamp, cross.as_deref(), true).to_string();
             let keep = match outcome {
                 LATE => write_response(&mut conn, 504, b"{}").await,
                 "ok" | "finalized" => write_response(&mut conn, 200, good().as_bytes()).await,
@@ -289,6 +323,9 @@ impl ChaosService {
                     false
                 }
             };
+            if let Some(call) = lock(&self.state).calls.get_mut(index) {
+                call.ended = Some(Instant::now());
+            }
             if !keep {
                 return;
             }
@@ -297,8 +334,15 @@ impl ChaosService {
 }
 
 /// The correct answer for the request: ConfigMap `<cr>-cfg` in the CR's namespace (and
-/// `<cr>-x` in the cross namespace), data from the spec; `poison` adds what must never land.
-pub fn answer(req: &Value, replica: &str, cross: Option<&str>, poison: bool) -> Value {
+/// `<cr>-x` in the cross namespace), data from the spec and the `stamp` of the replica that
+/// called (None: none); `poison` adds what must never land. The status names the caller.
+pub fn answer(
+    req: &Value,
+    replica: &str,
+    stamp: Option<&str>,
+    cross: Option<&str>,
+    poison: bool,
+) -> Value {
     let name = req["object"]["metadata"]["name"].as_str().unwrap_or("x");
     let ns = req["object"]["metadata"]["namespace"]
         .as_str()
@@ -306,7 +350,10 @@ pub fn answer(req: &Value, replica: &str, cross: Option<&str>, poison: bool) -> 
     let spec = &req["object"]["spec"];
     let rev = spec["rev"].as_u64().unwrap_or(0);
     let payload = spec["payload"].as_str().unwrap_or("");
-    let mut data = json!({"rev": rev.to_string(), "payload": payload, "writer": replica});
+    let mut data = json!({"rev": rev.to_string(), "payload": payload});
+    if let Some(writer) = stamp {
+        data["writer"] = json!(writer);
+    }
     if poison {
         data["poison"] = json!("true");
     }

@@ -16,7 +16,7 @@ use kube::core::{DynamicObject, GroupVersionKind};
 use ork_test_support::{apply_yaml, kubeconfig_with_token, resolve, service_account_token};
 
 use super::service::ChaosService;
-use super::{
+use super::stage::{
     CALL_TIMEOUT, Config, Report, Shared, Stage, create_all, edit_for, katalog, names, retry,
     scope, snapshot,
 };
