@@ -195,13 +195,14 @@ pub(crate) fn read_documents(files: &[PathBuf]) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// Condition timestamps differ run to run; the report shows where they are, not their value.
+/// Condition timestamps and Orkestra's `managed-since` differ run to run; the report shows where
+/// they are, not their value.
 fn redact_times(report: &mut Report) {
     fn walk(v: &mut Value) {
         match v {
             Value::Object(m) => {
                 for (k, v) in m.iter_mut() {
-                    if k == "lastTransitionTime" {
+                    if k == "lastTransitionTime" || k == "orkestra.orkspace.io/managed-since" {
                         *v = Value::String("<time>".into());
                     } else {
                         walk(v);
@@ -214,11 +215,15 @@ fn redact_times(report: &mut Report) {
     }
     for c in &mut report.cycles {
         for change in &mut c.changes {
-            if let Change::Status { patch, .. } = change {
-                walk(patch);
+            match change {
+                Change::Status { patch, .. } => walk(patch),
+                Change::Created { manifest, .. } => walk(manifest),
+                _ => {}
             }
         }
     }
+    report.objects.values_mut().for_each(walk);
+    report.crs.values_mut().for_each(walk);
 }
 
 /// The report as a person reads it: per cycle, the calls and what changed.

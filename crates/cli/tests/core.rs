@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use ork_test_support::fake_service::{FakeService, Reply};
@@ -115,6 +116,64 @@ async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker(
     .await?;
     assert!(busy.ends_with(" 0"));
     assert!(!ork.log().contains("panicked"), "no panic in the log");
+    Ok(())
+}
+
+/// Tools built for Orkestra select on its marks: the CR and its children carry the managed
+/// label and the managed-by (the Katalog's name) and managed-since annotations, the latter
+/// written once, all within the writes ork makes anyway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciled_cr_and_its_children_carry_orkestra_s_managed_marks() -> Result<()> {
+    const BY: &str = "orkestra.orkspace.io/managed-by";
+    const SINCE: &str = "orkestra.orkspace.io/managed-since";
+    // One ConfigMap holding the CR's image: an edit of the image rewrites it.
+    let svc = FakeService::start(|req| {
+        let image = req["object"]["spec"]["image"].clone();
+        answer(json!([config_map("web", json!({ "image": image }))]))
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "web", "v1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let marks = |meta: &kube::core::ObjectMeta| {
+        let a = meta.annotations.clone().unwrap_or_default();
+        (a.get(BY).cloned(), a.get(SINCE).cloned())
+    };
+    let (cr_since, child_since) = wait_for("the marks on the CR and its child", WAIT, || async {
+        let cr = api.get("web").await.ok()?;
+        let child = maps.get("web").await.ok()?;
+        let labelled = cr
+            .labels()
+            .get("orkestra.orkspace.io/managed")
+            .map(String::as_str);
+        let ((by, since), (child_by, child_since)) = (marks(&cr.metadata), marks(&child.metadata));
+        (labelled == Some("true")
+            && by.as_deref() == Some("test")
+            && child_by.as_deref() == Some("test"))
+        .then_some((since?, child_since?))
+    })
+    .await?;
+    assert!(
+        cr_since.ends_with('Z') && child_since.ends_with('Z'),
+        "{cr_since} {child_since}"
+    );
+    // An edit rewrites the child; when ork took both over stays.
+    create_webapp(&client, &ns.name, "web", "v2").await?;
+    let (cr, child) = wait_for("the edit applied", WAIT, || async {
+        let child = maps.get("web").await.ok()?;
+        let image = child.data.as_ref()?.get("image")?.clone();
+        (image == "v2").then_some(())?;
+        Some((api.get("web").await.ok()?, child))
+    })
+    .await?;
+    assert_eq!(marks(&cr.metadata).1.as_deref(), Some(cr_since.as_str()));
+    assert_eq!(
+        marks(&child.metadata).1.as_deref(),
+        Some(child_since.as_str())
+    );
     Ok(())
 }
 

@@ -70,6 +70,9 @@ pub(crate) struct EntryContext {
     pub owner_kind: String,
     /// Makes and checks the ownership marks of those children ([`crate::mark`]).
     pub mark_key: crate::mark::MarkKey,
+    /// What [`crate::labels::MANAGED_BY`] says: the Katalog's name ([`Self::of_katalog`]), else
+    /// the entry's.
+    pub managed_by: String,
 }
 
 impl EntryContext {
@@ -130,6 +133,7 @@ impl EntryContext {
             .collect();
         Ok(EntryContext {
             mark_key,
+            managed_by: name.clone(),
             owner_kind: group_kind(&cr_resource.kind, &cr_resource.api_version),
             own_metadata,
             name,
@@ -145,6 +149,14 @@ impl EntryContext {
             force,
             entry,
         })
+    }
+
+    /// The entry as part of the Katalog named `katalog` (nothing changes when it has no name).
+    pub fn of_katalog(mut self, katalog: &str) -> EntryContext {
+        if !katalog.is_empty() {
+            self.managed_by = katalog.to_string();
+        }
+        self
     }
 
     /// Whether some children are beyond an owner reference's reach (another namespace,

@@ -1,6 +1,12 @@
 //! Labels and annotations ork puts on what it manages.
 
 pub const MANAGED: &str = "orkestra.orkspace.io/managed";
+/// On CRs and children, as Orkestra writes them (tools built for Orkestra select on them): the
+/// Katalog that manages the object (its `metadata.name`, else the entry's name)…
+pub const MANAGED_BY: &str = "orkestra.orkspace.io/managed-by";
+/// …and since when (RFC 3339, UTC, seconds), written once. Both ride on writes ork makes anyway:
+/// an object ork has no other reason to write does not get them.
+pub const MANAGED_SINCE: &str = "orkestra.orkspace.io/managed-since";
 pub const OWNER_UID: &str = "orkestra.orkspace.io/owner-uid";
 pub const OWNER: &str = "orkestra.orkspace.io/owner";
 /// On a child no owner reference covers (another namespace, cluster-scoped): the owner's kind

@@ -94,19 +94,28 @@ impl Runtime {
     ) -> Result<(), RunError> {
         let transport = HttpTransport::new()?;
         let mut tasks = tokio::task::JoinSet::new();
+        let katalog_name = katalog.metadata.name;
         for (name, entry) in katalog.spec.crds {
             if !entry.enabled {
                 tracing::info!(entry = %name, "disabled; not started");
                 continue;
             }
             let (client, transport, options) = (client.clone(), transport.clone(), options.clone());
-            let process = self.process.clone();
+            let (process, katalog_name) = (self.process.clone(), katalog_name.clone());
             let span = tracing::info_span!("entry", entry = %name);
             tasks.spawn(
                 async move {
-                    start_entry(client, name.clone(), entry, transport, options, process)
-                        .await
-                        .map_err(|error| RunError::Entry { entry: name, error })
+                    start_entry(
+                        client,
+                        name.clone(),
+                        entry,
+                        transport,
+                        options,
+                        process,
+                        katalog_name,
+                    )
+                    .await
+                    .map_err(|error| RunError::Entry { entry: name, error })
                 }
                 .instrument(span),
             );

@@ -58,6 +58,7 @@ pub(crate) async fn start_entry(
     http: HttpTransport,
     options: RunOptions,
     process: Arc<Process>,
+    katalog_name: String,
 ) -> Result<(), EntryError> {
     let remote = entry
         .operator_box
@@ -94,19 +95,22 @@ pub(crate) async fn start_entry(
     } else {
         crate::mark::MarkKey::ephemeral()
     };
-    let ctx = Arc::new(EntryContext::build(
-        name,
-        entry,
-        cr_resource.clone(),
-        cr_namespaced,
-        children,
-        if options.guard_own_namespace {
-            options.ork_namespace.clone()
-        } else {
-            String::new()
-        },
-        mark_key,
-    )?);
+    let ctx = Arc::new(
+        EntryContext::build(
+            name,
+            entry,
+            cr_resource.clone(),
+            cr_namespaced,
+            children,
+            if options.guard_own_namespace {
+                options.ork_namespace.clone()
+            } else {
+                String::new()
+            },
+            mark_key,
+        )?
+        .of_katalog(&katalog_name),
+    );
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
     // else one cluster-wide watch per type. Per scope, ork's children (label selector) and who
     // holds every object of the type there (metadata only: the adopt check reads it instead of

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::cache::Holder;
 use crate::index::ChildRef;
-use crate::labels::APPLIED;
+use crate::labels::{APPLIED, MANAGED_BY, MANAGED_SINCE};
 use crate::ports::Owner;
 
 /// One child the answer asks for, with what is known of it before the plan.
@@ -225,9 +225,11 @@ fn missing(sent: &Value, live: &DynamicObject) -> Vec<String> {
             },
         }
     }
-    // ork's record of what it sent is not a field of the child's (it says whether fields went).
-    let record = format!("metadata.annotations.{APPLIED}");
-    out.retain(|p| *p != record);
+    // ork's record of what it sent is not a field of the child's (it says whether fields went),
+    // and Orkestra's marks only ride on writes made for other reasons.
+    let own: [String; 3] =
+        [APPLIED, MANAGED_BY, MANAGED_SINCE].map(|k| format!("metadata.annotations.{k}"));
+    out.retain(|p| !own.contains(p));
     out
 }
 
@@ -324,6 +326,39 @@ mod tests {
 
     fn kind(_: usize) -> String {
         "ConfigMap".into()
+    }
+
+    /// A child a release without Orkestra's marks applied is not rewritten by one that sends
+    /// them (an upgrade rewrites nothing); a child that changes gets them with its write.
+    #[test]
+    fn orkestra_marks_alone_never_make_a_child_differ() {
+        let (same, edited) = (desired("same", "1"), desired("edited", "2"));
+        let o = owner();
+        let before = stored(&same, &crate::ports::write::stamped(&same, &o), "uid-a");
+        let old_edited = stored(
+            &edited,
+            &crate::ports::write::stamped(&desired("edited", "1"), &o),
+            "uid-a",
+        );
+        fn with_marks(child: &DesiredChild, live: Arc<DynamicObject>) -> Target<'_> {
+            let mut t = target(child, Some(live));
+            t.object["metadata"]["annotations"][crate::labels::MANAGED_BY] = json!("web");
+            t.object["metadata"]["annotations"][crate::labels::MANAGED_SINCE] =
+                json!("2026-12-01T00:00:00Z");
+            t
+        }
+        let targets = [with_marks(&same, before), with_marks(&edited, old_edited)];
+        let p = plan(&o, &targets, &[], false, kind);
+        let fates: Vec<&Fate> = p.steps.iter().map(|s| &s.fate).collect();
+        assert_eq!(
+            fates,
+            [
+                &Fate::Unchanged,
+                &Fate::Update {
+                    fields: vec!["data.v".into()]
+                }
+            ]
+        );
     }
 
     #[test]

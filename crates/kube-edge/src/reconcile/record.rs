@@ -14,7 +14,7 @@ use super::job::{Job, Later, Ports};
 use crate::cache::key_of;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
-use crate::labels::{HEALTH, METRICS};
+use crate::labels::{HEALTH, MANAGED, MANAGED_BY, MANAGED_SINCE, METRICS};
 use crate::ports::CrRef;
 
 /// What a reconcile ended with, as far as the CR shows it.
@@ -192,6 +192,15 @@ fn metadata(
             Err(e) => tracing::warn!(error = %e, "the entry's labels/annotations did not render"),
         }
     }
+    // Orkestra's marks ride on a patch ork makes anyway (the first reconcile always makes one).
+    if !labels.is_empty() || !annotations.is_empty() {
+        if cr.labels().get(MANAGED).is_none_or(|v| v != "true") {
+            labels.insert(MANAGED.into(), Value::String("true".into()));
+        }
+        for (key, value) in managed_marks(&ctx.managed_by, cr.annotations()) {
+            annotations.insert(key.into(), Value::String(value));
+        }
+    }
     let mut patch = Map::new();
     if !labels.is_empty() {
         patch.insert("labels".into(), Value::Object(labels));
@@ -200,6 +209,29 @@ fn metadata(
         patch.insert("annotations".into(), Value::Object(annotations));
     }
     (!patch.is_empty()).then_some(patch)
+}
+
+/// Orkestra's `managed-by` and `managed-since` where `annotations` lack them (`managed-since`
+/// is written once: now, to the second).
+pub(crate) fn managed_marks(
+    managed_by: &str,
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if annotations.get(MANAGED_BY).is_none_or(|v| v != managed_by) {
+        out.push((MANAGED_BY, managed_by.to_string()));
+    }
+    if annotations.get(MANAGED_SINCE).is_none_or(String::is_empty) {
+        out.push((MANAGED_SINCE, now_to_the_second()));
+    }
+    out
+}
+
+/// Now in RFC 3339, UTC, to the second (as Orkestra writes `managed-since`).
+pub(crate) fn now_to_the_second() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// The CR's own health and metrics annotations, when their meaning (state, last result,
@@ -292,6 +324,26 @@ mod tests {
         assert!(annotations(&stamped, None, 0, 2, Duration::from_millis(9)).is_none());
         let failed = annotations(&stamped, Some("boom"), 1, 3, Duration::ZERO).expect("failure");
         assert!(failed[HEALTH].as_str().expect("text").contains("boom"));
+    }
+
+    #[test]
+    fn orkestra_marks_are_added_where_missing_and_managed_since_is_never_moved() {
+        let none = std::collections::BTreeMap::new();
+        let fresh = managed_marks("website-katalog", &none);
+        assert_eq!(fresh[0], (MANAGED_BY, "website-katalog".to_string()));
+        assert_eq!(fresh[1].0, MANAGED_SINCE);
+        let since = &fresh[1].1;
+        assert!(since.len() == 20 && since.ends_with('Z'), "{since}");
+        let held: std::collections::BTreeMap<String, String> = fresh
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        assert!(managed_marks("website-katalog", &held).is_empty());
+        // Another Katalog taking the CR over says so; when it came stays.
+        assert_eq!(
+            managed_marks("other", &held),
+            [(MANAGED_BY, "other".to_string())]
+        );
     }
 
     #[test]

@@ -213,7 +213,8 @@ pub(crate) fn build_entries(
                 ork_namespace.clone(),
                 crate::mark::MarkKey::ephemeral(),
             )
-            .map_err(fail)?,
+            .map_err(fail)?
+            .of_katalog(&katalog.metadata.name),
         );
         let memory = Arc::new(MemoryCluster::default());
         let mut writers = Vec::new();
