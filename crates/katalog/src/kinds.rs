@@ -53,6 +53,14 @@ pub const BUILTIN: &[BuiltinKind] = &[
     ),
     k("", "v1", "Namespace", "namespaces", false),
     k("", "v1", "Node", "nodes", false),
+    k(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        true,
+    ),
+    k("", "v1", "PodTemplate", "podtemplates", true),
     k("apps", "v1", "Deployment", "deployments", true),
     k("apps", "v1", "StatefulSet", "statefulsets", true),
     k("apps", "v1", "DaemonSet", "daemonsets", true),
@@ -161,6 +169,14 @@ pub fn by_plural(group: &str, plural: &str) -> Option<&'static BuiltinKind> {
     BUILTIN
         .iter()
         .find(|b| b.group == group && b.plural == plural)
+}
+
+/// The plurals of the core group (`""`, `v1`).
+pub fn core_plurals() -> impl Iterator<Item = &'static str> {
+    BUILTIN
+        .iter()
+        .filter(|b| b.group.is_empty())
+        .map(|b| b.plural)
 }
 
 #[cfg(test)]

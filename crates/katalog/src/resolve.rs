@@ -27,6 +27,7 @@ pub(crate) fn resolve(k: &mut Katalog, base: &Path, raw: &Value) -> Vec<Finding>
     for (name, entry) in k.spec.crds.iter_mut() {
         let p = format!("spec.crds.{name}");
         resolve_files(&mut f, &p, entry, base);
+        check_program(&mut f, &p, entry, base);
         if let Some(path) = entry.crd_file.clone()
             && path.is_file()
         {
@@ -109,6 +110,59 @@ fn resolve_files(f: &mut Vec<Finding>, p: &str, entry: &mut CrdEntry, base: &Pat
     for (i, path) in entry.setup.iter_mut().enumerate() {
         check(format!("{p}.setup[{i}]"), path, true);
     }
+}
+
+/// An exec `command` whose program is a path (`./reconcile.sh`) must be there and executable,
+/// found as ork will look for it: from `workingDir`, itself relative to the Katalog's folder. A
+/// bare name is looked up in `PATH` where ork runs, which need not be here.
+fn check_program(f: &mut Vec<Finding>, p: &str, entry: &CrdEntry, base: &Path) {
+    let Some(remote) = &entry.operator_box.reconcile.remote else {
+        return;
+    };
+    let Some(program) = remote.command.as_ref().and_then(|c| c.first()) else {
+        return;
+    };
+    if !program.contains('/') {
+        return;
+    }
+    let dir = match remote.working_dir.as_deref() {
+        Some(w) => base.join(w),
+        None => base.to_path_buf(),
+    };
+    // `a/./b` shown as `a/b`.
+    let path: PathBuf = dir.join(program).components().collect();
+    let field = format!("{p}.operatorBox.reconcile.remote.command[0]");
+    let hint =
+        "a program path is relative to `workingDir`, itself relative to the Katalog file's folder";
+    match std::fs::metadata(&path) {
+        Err(_) => f.push(Finding {
+            path: field,
+            message: format!("{} does not exist", path.display()),
+            hint: Some(hint.into()),
+        }),
+        Ok(m) if !m.is_file() => f.push(Finding {
+            path: field,
+            message: format!("{} is not a file", path.display()),
+            hint: Some(hint.into()),
+        }),
+        Ok(m) if !executable(&m) => f.push(Finding {
+            path: field,
+            message: format!("{} is not executable", path.display()),
+            hint: Some(format!("chmod +x {}", path.display())),
+        }),
+        Ok(_) => {}
+    }
+}
+
+#[cfg(unix)]
+fn executable(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    m.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn executable(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// Fills `apiTypes` from the CRD and reports every written field that disagrees with it.

@@ -291,13 +291,13 @@ fn unknown_dependency_and_cross_entry() {
 fn exec_transport_fields_are_checked() {
     let exec = broken(
         "endpoint: \"http://127.0.0.1:8025/reconcile\"",
-        "command: [./reconcile.sh]\n            workingDir: scripts\n            env: {A: b}",
+        "command: [/bin/sh]\n            workingDir: scripts\n            env: {A: b}",
     );
     load_str(&exec, Path::new("k.yaml")).expect("a command with env and workingDir is valid");
 
     let both = broken(
         "endpoint: \"http://127.0.0.1:8025/reconcile\"",
-        "endpoint: \"http://127.0.0.1:8025/reconcile\"\n            command: [./reconcile.sh]",
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"\n            command: [/bin/sh]",
     );
     assert!(
         only(&problems(&both))
@@ -318,7 +318,7 @@ fn exec_transport_fields_are_checked() {
 
     let auth_with_command = broken(
         "endpoint: \"http://127.0.0.1:8025/reconcile\"",
-        "command: [./reconcile.sh]\n            auth: {env: TOKEN}",
+        "command: [/bin/sh]\n            auth: {env: TOKEN}",
     );
     assert!(
         only(&problems(&auth_with_command))
@@ -458,4 +458,44 @@ fn every_field_of_the_wrong_type_is_reported_with_what_to_write() {
     );
     at("reconcile.resync");
     assert_eq!(p.len(), 3, "{p:#?}");
+}
+
+#[test]
+fn a_core_plural_that_does_not_exist_is_named_with_the_one_meant() {
+    let yaml = broken("plural: services, kind: Service", "plural: service");
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert!(p.path.ends_with(".plural"), "{p}");
+    assert_eq!(p.message, "the core API group has no resource `service`");
+    assert_eq!(p.hint.as_deref(), Some("did you mean `services`?"));
+}
+
+#[test]
+fn an_exec_program_that_is_missing_or_not_executable_is_refused() {
+    let dir = std::env::temp_dir().join(format!("ork-program-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let katalog = dir.join("k.yaml");
+    let yaml = broken(
+        "endpoint: \"http://127.0.0.1:8025/reconcile\"",
+        "command: [\"./reconcile.sh\"]",
+    );
+    let load = || load_str(&yaml, &katalog);
+    let missing = load().expect_err("no program").0;
+    assert!(
+        only(&missing)
+            .message
+            .ends_with("reconcile.sh does not exist"),
+        "{missing:?}"
+    );
+    let script = dir.join("reconcile.sh");
+    std::fs::write(&script, "#!/bin/sh\n").expect("written");
+    let not_executable = load().expect_err("not executable").0;
+    assert_eq!(
+        only(&not_executable).hint.as_deref(),
+        Some(format!("chmod +x {}", script.display()).as_str())
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    assert!(load().is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
 }
