@@ -12,11 +12,9 @@ fn core_plural(f: &mut Findings, mp: &str, plural: &str) {
     if crate::kinds::by_plural("", plural).is_some() {
         return;
     }
-    let near = crate::kinds::core_plurals().find(|p| {
-        p.strip_suffix('s') == Some(plural)
-            || p.strip_suffix("es") == Some(plural)
-            || plural.eq_ignore_ascii_case(p.trim_end_matches('s'))
-    });
+    // `plural` is lowercase here: the singular, or the plural without its `es`.
+    let near = crate::kinds::core_plurals()
+        .find(|p| p.strip_suffix('s') == Some(plural) || p.strip_suffix("es") == Some(plural));
     let hint = match near {
         Some(p) => format!("did you mean `{p}`?"),
         None => format!(

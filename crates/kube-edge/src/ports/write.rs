@@ -9,7 +9,10 @@ use ork_protocol::{DesiredChild, OwnerRef};
 use serde_json::{Map, Value, json};
 
 use crate::discovery::ChildType;
-use crate::labels::{APPLIED, FIELD_MANAGER, MANAGED, OWNER, OWNER_KIND, OWNER_MARK, OWNER_UID};
+use crate::labels::{
+    APPLIED, FIELD_MANAGER, MANAGED, MANAGED_BY, MANAGED_SINCE, OWNER, OWNER_KIND, OWNER_MARK,
+    OWNER_UID,
+};
 use crate::wire::Lean;
 
 #[derive(Debug, thiserror::Error)]
@@ -199,6 +202,16 @@ pub fn stamped(child: &DesiredChild, owner: &Owner) -> Value {
         put(meta, "annotations", APPLIED, json!(print));
     }
     obj
+}
+
+/// Orkestra's `managed-by` and `managed-since` on a [`stamped`] child, outside its fingerprint:
+/// the plan never counts them as a difference, so they only ride on writes made for other
+/// reasons (an upgrade from a release without them rewrites nothing).
+pub fn mark_managed(obj: &mut Value, managed_by: &str, since: String) {
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        put(meta, "annotations", MANAGED_BY, json!(managed_by));
+        put(meta, "annotations", MANAGED_SINCE, json!(since));
+    }
 }
 
 /// Server-side applies a [`stamped`] child with field manager `orkestra-remote`, at the

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use ork_protocol::Decision;
-use serde_json::{Map, Value};
 
 use super::job::{Job, Ports, Presence};
 use super::plan::{Plan, Target, plan};
@@ -15,9 +14,9 @@ use crate::cache::Holder;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{Applied, ChildRef, OwnWrites, child_fingerprint};
-use crate::labels::{MANAGED_BY, MANAGED_SINCE};
+use crate::labels::MANAGED_SINCE;
 use crate::ports::Owner;
-use crate::ports::write::stamped;
+use crate::ports::write::{mark_managed, stamped};
 
 /// Applies the children of `decision` and prunes the rest, as planned. Every child is judged
 /// before the first write: one refused child means nothing is written. Returns the plan.
@@ -90,23 +89,13 @@ async fn gather<'a>(
             };
             let live = ports.live.get(&at);
             let mut object = stamped(child, owner);
-            // After the fingerprint: Orkestra's marks never make a child differ (the plan
-            // leaves them out), they only ride on its writes.
             let since = live
                 .as_deref()
                 .and_then(|l| l.annotations().get(MANAGED_SINCE))
                 .filter(|v| !v.is_empty())
                 .cloned()
                 .unwrap_or_else(super::record::now_to_the_second);
-            if let Some(Value::Object(meta)) = object.get_mut("metadata") {
-                let slot = meta
-                    .entry("annotations")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                if let Value::Object(a) = slot {
-                    a.insert(MANAGED_BY.into(), Value::String(ctx.managed_by.clone()));
-                    a.insert(MANAGED_SINCE.into(), Value::String(since));
-                }
-            }
+            mark_managed(&mut object, &ctx.managed_by, since);
             Some(Target {
                 live,
                 object,

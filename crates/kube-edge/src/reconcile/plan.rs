@@ -227,9 +227,10 @@ fn missing(sent: &Value, live: &DynamicObject) -> Vec<String> {
     }
     // ork's record of what it sent is not a field of the child's (it says whether fields went),
     // and Orkestra's marks only ride on writes made for other reasons.
-    let own: [String; 3] =
-        [APPLIED, MANAGED_BY, MANAGED_SINCE].map(|k| format!("metadata.annotations.{k}"));
-    out.retain(|p| !own.contains(p));
+    out.retain(|p| {
+        p.strip_prefix("metadata.annotations.")
+            .is_none_or(|k| ![APPLIED, MANAGED_BY, MANAGED_SINCE].contains(&k))
+    });
     out
 }
 
