@@ -14,6 +14,7 @@ pub mod kinds;
 mod limits;
 mod lines;
 mod load;
+pub mod metacontroller;
 pub mod model;
 mod problem;
 mod render;

@@ -260,8 +260,13 @@ fn check_object(
     let namespace = if managed.namespaced {
         let owner_ns = owner.child_namespace();
         let ns = child_namespace.unwrap_or_else(|| owner_ns.to_string());
-        let declared = managed.namespaces.contains(&ns);
-        if ns == policy.ork_namespace && !policy.ork_namespace.is_empty() && !declared {
+        let named = managed.namespaces.contains(&ns);
+        let declared = named
+            || managed
+                .namespaces
+                .iter()
+                .any(|n| n == crate::policy::ANY_NAMESPACE);
+        if ns == policy.ork_namespace && !policy.ork_namespace.is_empty() && !named {
             problems.push(format!(
                 "{kind} {name} is in ork's own namespace \"{ns}\", which children may only use when managedResources declares `namespaces: [{ns}]` (even when the CR lives there)"
             ));

@@ -312,7 +312,7 @@ fn conditions(
                 "conditions[{i}]: condition {:?} needs a type and status True, False or Unknown",
                 c.type_
             ));
-        } else if c.type_ == "Ready" {
+        } else if c.type_ == "Ready" && !policy.service_ready {
             f.invalid(format!(
                 "conditions[{i}]: condition Ready is ork's own; return `error` to report failure"
             ));

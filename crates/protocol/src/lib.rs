@@ -14,6 +14,7 @@ mod examine;
 mod intent;
 mod json;
 mod lint;
+pub mod metacontroller;
 mod names;
 mod policy;
 mod request;
@@ -25,7 +26,7 @@ pub use duration::{DurationError, GoDuration, parse_go_duration};
 pub use examine::decide;
 pub use intent::{Container, INTENT_TYPES, Intent, IntentError, IntentSpec};
 pub use lint::{Lint, lint};
-pub use policy::{Limits, ManagedType, OwnerRef, Policy};
+pub use policy::{ANY_NAMESPACE, Limits, ManagedType, OwnerRef, Policy};
 pub use request::{Gvk, HealthSummary, Prepared, Request, Trigger, ValidationReport};
 pub use response::{
     Decision, DesiredChild, Outcome, Response, ResponseError, ServiceCondition, ServiceEvent,

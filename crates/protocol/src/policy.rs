@@ -3,6 +3,10 @@
 
 use std::cmp::Ordering;
 
+/// In [`ManagedType::namespaces`]: children of the type may live in any namespace (a
+/// Metacontroller parent that is cluster-scoped, SPEC §15); ork's own still needs naming.
+pub const ANY_NAMESPACE: &str = "*";
+
 /// A child type the entry may manage, resolved through discovery.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManagedType {
@@ -16,7 +20,7 @@ pub struct ManagedType {
     pub plural: String,
     pub namespaced: bool,
     /// Namespaces other than the CR's that children of this type may live in (and the only way
-    /// to allow ork's own namespace).
+    /// to allow ork's own namespace). [`ANY_NAMESPACE`] allows every namespace but ork's own.
     pub namespaces: Vec<String>,
     pub cluster_scoped: bool,
     /// For RoleBindings and ClusterRoleBindings: the `(kind, name)` of each role their
@@ -183,6 +187,9 @@ pub struct Policy {
     /// `namespaces:` (even when the CR lives there).
     pub ork_namespace: String,
     pub limits: Limits,
+    /// The service may report the `Ready` condition itself (a Metacontroller hook's status
+    /// conditions, SPEC §15); ork's own `Ready` then shows a failure only.
+    pub service_ready: bool,
 }
 
 impl Policy {
@@ -197,6 +204,7 @@ impl Policy {
             managed,
             ork_namespace: ork_namespace.into(),
             limits: Limits::default(),
+            service_ready: false,
         }
     }
 

@@ -67,6 +67,11 @@ pub struct CrdEntry {
     #[serde(skip)]
     #[schemars(skip)]
     pub(crate) notes: Option<SharedNotes>,
+    /// Set when the entry runs a Metacontroller CompositeController (SPEC §15): its hooks'
+    /// protocol, finalizer and update strategies.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub metacontroller: Option<std::sync::Arc<crate::metacontroller::Composite>>,
 }
 
 impl CrdEntry {
