@@ -19,6 +19,15 @@ pub struct RunArgs {
     /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
     #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
     pub katalog: PathBuf,
+    /// Also run Metacontroller's CompositeControllers found in the cluster (SPEC §15),
+    /// installing their CRDs when absent; controllers created, changed or deleted while ork
+    /// runs take effect at once. The Katalog is then optional.
+    #[arg(long)]
+    pub metacontroller: bool,
+    /// Also run the Metacontroller CompositeControllers in these files (YAML, one or more
+    /// documents each). The Katalog is then optional.
+    #[arg(long = "controllers", value_name = "FILE")]
+    pub controllers: Vec<PathBuf>,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,

@@ -20,11 +20,17 @@ use crate::args::RunArgs;
 
 pub fn run(args: RunArgs) -> ExitCode {
     init_logging(args.log_json, &args.log_level);
-    let katalog = match load_file(&args.katalog) {
-        Ok(k) => k,
-        Err(problems) => {
-            eprintln!("{problems}");
-            return ExitCode::FAILURE;
+    let with_controllers = args.metacontroller || !args.controllers.is_empty();
+    let katalog = if with_controllers && !args.katalog.exists() {
+        // Metacontroller's controllers alone: no Katalog entries.
+        no_entries()
+    } else {
+        match load_file(&args.katalog) {
+            Ok(k) => k,
+            Err(problems) => {
+                eprintln!("{problems}");
+                return ExitCode::FAILURE;
+            }
         }
     };
     let runtime = match async_runtime(args.threads, args.wake_nap) {
@@ -41,6 +47,36 @@ pub fn run(args: RunArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A Katalog without entries, for `ork run` with Metacontroller's controllers only.
+fn no_entries() -> ork_katalog::Katalog {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": ork_katalog::API_VERSION,
+        "kind": "Katalog",
+        "metadata": {"name": "metacontroller"},
+        "spec": {"crds": {}}
+    }))
+    .expect("an empty Katalog always decodes")
+}
+
+/// The Metacontroller controllers `ork run` was given: read from `--controllers` files, or
+/// watched with `--metacontroller`.
+fn controllers(args: &RunArgs) -> Result<Option<ork_kube::metacontroller::Controllers>> {
+    use ork_kube::metacontroller::Controllers;
+    if args.metacontroller {
+        return Ok(Some(Controllers::Cluster));
+    }
+    if args.controllers.is_empty() {
+        return Ok(None);
+    }
+    let mut objects = Vec::new();
+    for file in &args.controllers {
+        let docs = ork_kube::install::documents(file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        objects.extend(docs.into_iter().filter(|d| d.get("kind").is_some()));
+    }
+    Ok(Some(Controllers::Files(objects)))
 }
 
 /// One thread, as linkerd's proxy by default: ork waits on the API server and the services far
@@ -166,7 +202,19 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     // The entries' loops outlive the signal: they count the reconciles in flight as those
     // finish (dropped, they would leave the count where it stood, and the drain would wait its
     // whole grace period with the Leases held and nothing to wait for).
-    let mut entries = std::pin::pin!(runtime.run(client, katalog, options));
+    let controllers = controllers(&args)?;
+    let entries = async {
+        let katalog_entries = runtime.run(client.clone(), katalog, options.clone());
+        match controllers {
+            Some(source) => tokio::try_join!(
+                katalog_entries,
+                runtime.run_controllers(client.clone(), source, options.clone())
+            )
+            .map(|_| ()),
+            None => katalog_entries.await,
+        }
+    };
+    let mut entries = std::pin::pin!(entries);
     let (result, signalled) = tokio::select! {
         result = &mut entries => (result.map_err(anyhow::Error::from), false),
         () = shutdown_signal() => (Ok(()), true),

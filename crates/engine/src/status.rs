@@ -109,6 +109,10 @@ pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -
         }
     }
     for c in input.service_conditions {
+        // A service that reports `Ready` itself (a Metacontroller hook) does not hide a failure.
+        if c.type_ == "Ready" && input.error.is_some() {
+            continue;
+        }
         stamp.upsert(
             &mut conditions,
             &c.type_,

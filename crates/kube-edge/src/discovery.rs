@@ -128,6 +128,23 @@ async fn find_named(
     Ok(None)
 }
 
+/// Resolves `api_version` (`group/version`, or `v1`) and plural `resource`: the resource and
+/// whether it is namespaced.
+///
+/// # Errors
+/// Discovery failed, or the API server does not serve the type.
+pub async fn resolve(
+    client: &Client,
+    api_version: &str,
+    resource: &str,
+) -> Result<(ApiResource, bool), DiscoveryError> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let found = find(client, group, Some(version), resource)
+        .await?
+        .ok_or_else(|| DiscoveryError::NotServed(format!("{api_version}/{resource}")))?;
+    Ok((found.resource, found.namespaced))
+}
+
 /// Waits (logging every 10 s) until the CR type is served: a CRD applied after ork starts is
 /// picked up instead of failing or hot-looping. Returns the resource and whether it is namespaced.
 ///

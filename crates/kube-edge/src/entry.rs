@@ -73,6 +73,29 @@ pub(crate) struct EntryContext {
     /// What [`crate::labels::MANAGED_BY`] says: the Katalog's name ([`Self::of_katalog`]), else
     /// the entry's.
     pub managed_by: String,
+    /// The finalizer ork puts on CRs that need one: its own, or a Metacontroller controller's.
+    pub finalizer: String,
+    /// A Metacontroller controller's finalize and customize hooks, when it has them
+    /// ([`Self::with_hooks`]).
+    pub hooks: Hooks,
+}
+
+/// The hooks of a Metacontroller controller besides sync (SPEC §15).
+#[derive(Default, Clone)]
+pub(crate) struct Hooks {
+    /// Called instead of the sync hook while the parent is being deleted.
+    pub finalize: Option<std::sync::Arc<dyn crate::ports::Transport>>,
+    /// Asked which related objects a parent's requests carry.
+    pub customize: Option<std::sync::Arc<dyn crate::ports::Transport>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("finalize", &self.finalize.is_some())
+            .field("customize", &self.customize.is_some())
+            .finish()
+    }
 }
 
 impl EntryContext {
@@ -113,12 +136,12 @@ impl EntryContext {
             .collect::<Result<Vec<_>, _>>()?;
         // A cluster-scoped CR cannot own namespaced children through garbage collection, and
         // children in other namespaces or cluster-scoped ones are out of its reach too.
-        let needs_finalizer = remote.finalize
-            || children.iter().any(|c| {
-                c.managed.cluster_scoped
-                    || !c.managed.namespaces.is_empty()
-                    || (!cr_namespaced && c.managed.namespaced)
-            });
+        let needs_finalizer =
+            remote.finalize || EntryContext::marks_children(&children, cr_namespaced);
+        let finalizer = entry
+            .metacontroller
+            .as_ref()
+            .map_or_else(|| crate::labels::FINALIZER.to_string(), |c| c.finalizer());
         let force = entry
             .operator_box
             .reconcile
@@ -132,6 +155,8 @@ impl EntryContext {
             .cloned()
             .collect();
         Ok(EntryContext {
+            finalizer,
+            hooks: Hooks::default(),
             mark_key,
             managed_by: name.clone(),
             owner_kind: group_kind(&cr_resource.kind, &cr_resource.api_version),
@@ -157,6 +182,17 @@ impl EntryContext {
             self.managed_by = katalog.to_string();
         }
         self
+    }
+
+    /// The entry with a Metacontroller controller's other hooks.
+    pub fn with_hooks(mut self, hooks: Hooks) -> EntryContext {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The Metacontroller controller this entry runs, if it runs one.
+    pub fn composite(&self) -> Option<&ork_katalog::metacontroller::Composite> {
+        self.entry.metacontroller.as_deref()
     }
 
     /// Whether some children are beyond an owner reference's reach (another namespace,
@@ -193,10 +229,13 @@ impl EntryContext {
 
     /// What an answer for the CR `owner` must satisfy.
     pub fn policy(&self, owner: &Owner) -> Policy {
-        Policy::new(
+        let mut policy = Policy::new(
             owner.reference.clone(),
             self.children.iter().map(|c| c.managed.clone()).collect(),
             self.ork_namespace.clone(),
-        )
+        );
+        // A Metacontroller hook's status conditions are its own, `Ready` included.
+        policy.service_ready = self.composite().is_some();
+        policy
     }
 }

@@ -177,6 +177,19 @@ pub async fn install_crd(client: &Client, file: &Path) -> Result<(), InstallErro
             file: shown.clone(),
             index: 0,
         })?;
+    install_crd_object(client, &crd, shown).await
+}
+
+/// Installs or updates `crd` (from `shown`, for messages) and waits until the API server
+/// serves it.
+///
+/// # Errors
+/// Not a named object, the apply is refused, or it is not Established within a minute.
+pub async fn install_crd_object(
+    client: &Client,
+    crd: &Value,
+    shown: String,
+) -> Result<(), InstallError> {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -187,7 +200,7 @@ pub async fn install_crd(client: &Client, file: &Path) -> Result<(), InstallErro
         .to_string();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(&name, &params, &Patch::Apply(&crd))
+    api.patch(&name, &params, &Patch::Apply(crd))
         .await
         .map_err(|source| InstallError::Apply {
             file: shown.clone(),

@@ -27,6 +27,7 @@ pub mod labels;
 pub mod leader;
 mod lease;
 mod mark;
+pub mod metacontroller;
 mod metrics;
 pub mod permissions;
 mod ports;

@@ -45,6 +45,13 @@ impl Process {
         }
     }
 
+    /// The entry is gone (its controller was deleted or changed).
+    pub fn forget_synced(&self, entry: &str) {
+        if let Ok(mut s) = self.synced.lock() {
+            s.remove(entry);
+        }
+    }
+
     pub fn is_synced(&self, entry: &str) -> bool {
         self.synced.lock().is_ok_and(|s| s.contains(entry))
     }

@@ -72,6 +72,13 @@ impl Registry {
         }
     }
 
+    /// The entry's workers are gone.
+    pub fn unregister(&self, name: &str) {
+        if let Ok(mut map) = self.0.write() {
+            map.remove(name);
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<Published> {
         self.0.read().ok()?.get(name).cloned()
     }

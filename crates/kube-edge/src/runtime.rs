@@ -3,7 +3,7 @@
 //! [`Runtime::set_active`]; watches keep caches warm either way.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use kube::Client;
@@ -40,13 +40,20 @@ pub struct EntryReport {
 
 #[derive(Debug, Clone)]
 pub struct Runtime {
-    process: Arc<Process>,
-    /// The enabled entries, in Katalog order.
-    enabled: Arc<Vec<String>>,
+    pub(crate) process: Arc<Process>,
+    /// The enabled entries: the Katalog's, then Metacontroller controllers' as they come.
+    entries: Arc<RwLock<Entries>>,
     /// The Katalog's metadata (name, description, version, author, tags…), for `/katalog`.
     metadata: Arc<KatalogMeta>,
-    /// The enabled entries' configuration, for `/katalog/{entry}`.
-    configs: Arc<BTreeMap<String, CrdEntry>>,
+}
+
+/// The entries a runtime serves.
+#[derive(Debug, Default)]
+struct Entries {
+    /// In Katalog order, then in the order controllers came.
+    names: Vec<String>,
+    /// Their configuration, for `/katalog/{entry}`.
+    configs: BTreeMap<String, CrdEntry>,
 }
 
 impl Runtime {
@@ -58,28 +65,43 @@ impl Runtime {
 
     /// A runtime that reconciles only the keys of the shards `shards` holds (SPEC §12).
     pub fn with_shards(katalog: &Katalog, active: bool, shards: ShardSet) -> Runtime {
+        let enabled = katalog.spec.crds.iter().filter(|(_, e)| e.enabled);
         Runtime {
             metadata: Arc::new(katalog.metadata.clone()),
-            configs: Arc::new(
-                katalog
-                    .spec
-                    .crds
-                    .iter()
-                    .filter(|(_, e)| e.enabled)
-                    .map(|(n, e)| (n.clone(), e.clone()))
-                    .collect(),
-            ),
+            entries: Arc::new(RwLock::new(Entries {
+                names: enabled.clone().map(|(n, _)| n.clone()).collect(),
+                configs: enabled.map(|(n, e)| (n.clone(), e.clone())).collect(),
+            })),
             process: Arc::new(Process::new(active, shards)),
-            enabled: Arc::new(
-                katalog
-                    .spec
-                    .crds
-                    .iter()
-                    .filter(|(_, e)| e.enabled)
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-            ),
         }
+    }
+
+    /// Serves `entry` as `name` from now on (a Metacontroller controller that came).
+    pub(crate) fn add_entry(&self, name: &str, entry: CrdEntry) {
+        if let Ok(mut e) = self.entries.write() {
+            if !e.names.iter().any(|n| n == name) {
+                e.names.push(name.to_string());
+            }
+            e.configs.insert(name.to_string(), entry);
+        }
+    }
+
+    /// Stops serving the entry `name` (its controller went): its workers must be stopped by
+    /// the caller.
+    pub(crate) fn remove_entry(&self, name: &str) {
+        if let Ok(mut e) = self.entries.write() {
+            e.names.retain(|n| n != name);
+            e.configs.remove(name);
+        }
+        self.process.registry.unregister(name);
+        self.process.forget_synced(name);
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.entries
+            .read()
+            .map(|e| e.names.clone())
+            .unwrap_or_default()
     }
 
     /// Runs every enabled entry until one fails to start (or forever).
@@ -162,7 +184,7 @@ impl Runtime {
 
     /// Ready when every enabled entry's CR cache is synced (leader and standby alike).
     pub fn ready(&self) -> bool {
-        self.enabled.iter().all(|e| {
+        self.names().iter().all(|e| {
             self.process.is_synced(e)
                 && self
                     .process
@@ -178,26 +200,25 @@ impl Runtime {
     }
 
     /// The configuration of the enabled entry `name`.
-    pub fn config(&self, name: &str) -> Option<&CrdEntry> {
-        self.configs.get(name)
+    pub fn config(&self, name: &str) -> Option<CrdEntry> {
+        self.entries.read().ok()?.configs.get(name).cloned()
     }
 
     /// The enabled entry `name` with its health.
     pub fn entry(&self, name: &str) -> Option<EntryReport> {
-        let name = self.enabled.iter().find(|e| *e == name)?;
-        Some(self.report(name))
+        let name = self.names().into_iter().find(|e| e == name)?;
+        Some(self.report(&name))
     }
 
     /// Every enabled entry with its health.
     pub fn entries(&self) -> Vec<EntryReport> {
-        self.enabled.iter().map(|name| self.report(name)).collect()
+        self.names().iter().map(|name| self.report(name)).collect()
     }
 
     fn report(&self, name: &String) -> EntryReport {
         let t = self
-            .configs
-            .get(name)
-            .map(|e| e.api_types.clone())
+            .config(name)
+            .map(|e| e.api_types)
             .unwrap_or_default();
         let api_version = if t.group.is_empty() {
             t.version.clone()

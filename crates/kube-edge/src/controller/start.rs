@@ -18,7 +18,7 @@ use super::worker::Worker;
 use crate::auth::{CredentialSource, TransportSource};
 use crate::cache::{CacheWriter, Holder};
 use crate::discovery::{resolve_managed, wait_for_cr_type};
-use crate::entry::{EntryContext, EntryError};
+use crate::entry::{EntryContext, EntryError, Hooks};
 use crate::install::{apply_files, install_crd};
 use crate::ports::{KubeCluster, Transport, for_remote};
 use crate::process::Process;
@@ -45,6 +45,9 @@ pub enum RunError {
     // `error`, not `source`: the message already says it (no repeat in a cause chain).
     #[error("entry {entry}: {error}")]
     Entry { entry: String, error: EntryError },
+    /// A Metacontroller controller that cannot run, or its CRDs or watch.
+    #[error("{0}")]
+    Controller(String),
 }
 
 /// Runs one entry until the process ends.
@@ -86,6 +89,21 @@ pub(crate) async fn start_entry(
         .map_err(EntryError::Tls)?;
     let transport: Arc<dyn Transport> =
         Arc::from(for_remote(&remote, &options.katalog_dir, credential, tls)?);
+    let hooks = match &entry.metacontroller {
+        Some(c) => Hooks {
+            finalize: c
+                .finalize
+                .as_ref()
+                .map(|h| hook_transport(&client, &http, &remote, h, &options))
+                .transpose()?,
+            customize: c
+                .customize
+                .as_ref()
+                .map(|h| hook_transport(&client, &http, &remote, h, &options))
+                .transpose()?,
+        },
+        None => Hooks::default(),
+    };
     // Children beyond an owner reference's reach carry ork's mark, with a key every replica
     // shares; an entry without such children needs no key from the cluster.
     let mark_key = if EntryContext::marks_children(&children, cr_namespaced) {
@@ -109,7 +127,8 @@ pub(crate) async fn start_entry(
             },
             mark_key,
         )?
-        .of_katalog(&katalog_name),
+        .of_katalog(&katalog_name)
+        .with_hooks(hooks),
     );
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
     // else one cluster-wide watch per type. Per scope, ork's children (label selector) and who
@@ -206,6 +225,35 @@ pub(crate) async fn start_entry(
     tasks.spawn(follow(active, standby_tx).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The transport of a Metacontroller hook besides sync: the entry's, at the hook's URL and
+/// timeout.
+fn hook_transport(
+    client: &Client,
+    http: &HttpTransport,
+    remote: &ork_katalog::Remote,
+    hook: &ork_katalog::metacontroller::Hook,
+    options: &RunOptions,
+) -> Result<Arc<dyn Transport>, EntryError> {
+    let mut remote = remote.clone();
+    remote.endpoint = Some(
+        ork_katalog::Template::parse(&hook.url)
+            .map_err(|e| EntryError::Offline(format!("hook URL {}: {e:?}", hook.url)))?,
+    );
+    remote.timeout = format!("{}ms", hook.timeout.as_millis().max(1))
+        .parse()
+        .map_err(|e| EntryError::Offline(format!("hook timeout: {e:?}")))?;
+    let credential = CredentialSource::start(client, remote.auth.as_ref(), &options.ork_namespace)
+        .map_err(EntryError::Credential)?;
+    let tls = TransportSource::start(client, http, remote.tls.as_ref(), &options.ork_namespace)
+        .map_err(EntryError::Tls)?;
+    Ok(Arc::from(for_remote(
+        &remote,
+        &options.katalog_dir,
+        credential,
+        tls,
+    )?))
 }
 
 /// Passes the process's switch (leader, not shutting down) on to an entry loop that may start

@@ -109,6 +109,14 @@ pub(crate) trait Cluster: Send + Sync {
     fn set_finalizers<'a>(&'a self, cr: &'a CrRef, finalizers: Vec<String>) -> Written<'a>;
     /// Records an event on the CR.
     fn event<'a>(&'a self, cr: &'a CrRef, event: &'a Event) -> Written<'a>;
+    /// Every object of `api_version`/`resource` (in `namespace` only, when given), as JSON: the
+    /// related objects a Metacontroller customize hook asks for (SPEC §15), read fresh.
+    fn list<'a>(
+        &'a self,
+        api_version: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Value>, WriteError>>;
 }
 
 /// The real cluster.
@@ -116,6 +124,8 @@ pub(crate) struct KubeCluster {
     client: Client,
     cr_resource: ApiResource,
     recorder: EventRecorder,
+    /// Related types resolved through discovery: `apiVersion/resource` → resource, namespaced.
+    related: std::sync::Mutex<std::collections::HashMap<String, (ApiResource, bool)>>,
 }
 
 impl KubeCluster {
@@ -125,6 +135,7 @@ impl KubeCluster {
             client,
             cr_resource,
             recorder,
+            related: std::sync::Mutex::default(),
         }
     }
 
@@ -234,6 +245,54 @@ impl Cluster for KubeCluster {
                 .publish(event, &reference)
                 .await
                 .map_err(|e| WriteError::EventFailed(e.to_string()))
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        api_version: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Value>, WriteError>> {
+        Box::pin(async move {
+            let failed = |message: String| WriteError::RelatedFailed {
+                resource: format!("{api_version}/{resource}"),
+                message,
+            };
+            let id = format!("{api_version}/{resource}");
+            let known = self.related.lock().ok().and_then(|m| m.get(&id).cloned());
+            let (ar, namespaced) = match known {
+                Some(found) => found,
+                None => {
+                    let found = crate::discovery::resolve(&self.client, api_version, resource)
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                    if let Ok(mut m) = self.related.lock() {
+                        m.insert(id, found.clone());
+                    }
+                    found
+                }
+            };
+            let api: Api<DynamicObject> = match namespace.filter(|_| namespaced) {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &ar),
+                None => Api::all_with(self.client.clone(), &ar),
+            };
+            let list = api
+                .list(&Default::default())
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            Ok(list
+                .items
+                .into_iter()
+                .map(|mut o| {
+                    o.types = Some(kube::core::TypeMeta {
+                        api_version: ar.api_version.clone(),
+                        kind: ar.kind.clone(),
+                    });
+                    o.metadata.managed_fields = None;
+                    serde_json::to_value(o).unwrap_or(Value::Null)
+                })
+                .collect())
         })
     }
 }

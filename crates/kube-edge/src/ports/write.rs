@@ -46,6 +46,9 @@ pub enum WriteError {
     /// The in-memory cluster of `ork simulate` could not store the object.
     #[error("{0}")]
     Memory(String),
+    /// Related objects (a Metacontroller customize hook's) could not be read.
+    #[error("related {resource}: {message}")]
+    RelatedFailed { resource: String, message: String },
 }
 
 impl WriteError {
@@ -57,7 +60,9 @@ impl WriteError {
             WriteError::StatusFailed(e)
             | WriteError::AnnotateFailed(e)
             | WriteError::FinalizerFailed(e) => Some(e),
-            WriteError::EventFailed(_) | WriteError::Memory(_) => None,
+            WriteError::EventFailed(_)
+            | WriteError::Memory(_)
+            | WriteError::RelatedFailed { .. } => None,
         }
     }
 

@@ -7,11 +7,12 @@ use ork_protocol::{Decision, Policy};
 use serde_json::Value;
 
 use super::exchange::{Exchange, recordable};
+use super::hooks;
 use super::job::{Job, Ports};
 use super::request;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
-use crate::ports::Owner;
+use crate::ports::{Owner, Transport};
 
 /// Builds the request for `job`, sends it, and checks the whole answer. A finalize call
 /// (`finalizing`) skips validation rules: a CR being deleted must be able to go.
@@ -25,26 +26,53 @@ pub(super) async fn ask(
 ) -> Result<Decision, ReconcileError> {
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+    if let Some(composite) = ctx.composite() {
+        let related = hooks::related(ctx, ports, composite, &cr).await?;
+        let body = hooks::request(ctx, composite, job, &cr, related, finalizing)?;
+        let transport = match (&ctx.hooks.finalize, finalizing) {
+            (Some(finalize), true) => finalize.as_ref(),
+            _ => ports.transport,
+        };
+        let answer = exchanged(ctx, ports, transport, &cr, body, exchange).await?;
+        return hooks::decide(composite, job, &cr, &answer, &ctx.policy(owner), |t| {
+            transport.redact(t)
+        });
+    }
     let body = request::build(ctx, job, &cr, finalizing)?;
-    exchange.request = Some(recordable(&body, ports.transport));
-    let started = Instant::now();
-    let answer = call(ctx, ports, &cr, body).await;
-    exchange.call = Some(started.elapsed());
-    let answer = answer?;
-    exchange.answer = Some(recordable(&answer, ports.transport));
+    let answer = exchanged(ctx, ports, ports.transport, &cr, body, exchange).await?;
     ork_protocol::decide(&answer, &ctx.policy(owner))
         .map_err(|e| ReconcileError::InvalidResponse(ports.transport.redact(&e.to_string())))
+}
+
+/// Sends `body` through `transport`, keeping the request, the answer and the time taken in
+/// `exchange` for the flight recorder.
+async fn exchanged(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    transport: &dyn Transport,
+    cr: &Value,
+    body: Vec<u8>,
+    exchange: &mut Exchange,
+) -> Result<Vec<u8>, ReconcileError> {
+    exchange.request = Some(recordable(&body, transport));
+    let started = Instant::now();
+    let answer = call(ctx, ports, transport, cr, body).await;
+    exchange.call = Some(started.elapsed());
+    let answer = answer?;
+    exchange.answer = Some(recordable(&answer, transport));
+    Ok(answer)
 }
 
 /// Sends `body`, timing the service for the metrics.
 async fn call(
     ctx: &EntryContext,
     ports: Ports<'_>,
+    transport: &dyn Transport,
     cr: &Value,
     body: Vec<u8>,
 ) -> Result<Vec<u8>, ReconcileError> {
     let started = Instant::now();
-    let answer = ports.transport.call(cr, body).await;
+    let answer = transport.call(cr, body).await;
     ports.metrics.remote_call(
         &ctx.name,
         if answer.is_ok() { "ok" } else { "error" },
@@ -69,6 +97,6 @@ pub(crate) async fn probe(
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
     let body = request::build(ctx, job, &cr, false)?;
-    let answer = call(ctx, ports, &cr, body).await?;
+    let answer = call(ctx, ports, ports.transport, &cr, body).await?;
     Ok((answer, ctx.policy(&owner)))
 }

@@ -9,7 +9,7 @@ use kube::core::DynamicObject;
 use ork_protocol::Decision;
 
 use super::job::{Job, Ports, Presence};
-use super::plan::{Plan, Target, plan};
+use super::plan::{Plan, Target, UpdateMethod, plan};
 use crate::cache::Holder;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
@@ -65,6 +65,16 @@ pub(super) async fn apply(
     for step in plan.prunes() {
         delete_one(ctx, ports, job, &step.at, own).await?;
     }
+    // `Recreate`: the child goes now and comes back, as the answer has it, on the next
+    // reconcile (which the caller asks for soon).
+    for step in plan.recreates() {
+        let t = &ctx.children[step.at.type_index];
+        ports
+            .cluster
+            .delete(t, step.at.namespace.as_deref(), &step.at.name)
+            .await?;
+        tracing::info!(kind = %t.managed.kind, child = %step.at.name, "deleted to recreate");
+    }
     Ok(plan)
 }
 
@@ -96,9 +106,13 @@ async fn gather<'a>(
                 .cloned()
                 .unwrap_or_else(super::record::now_to_the_second);
             mark_managed(&mut object, &ctx.managed_by, since);
+            let method = ctx.composite().map_or(UpdateMethod::InPlace, |c| {
+                c.method(&child.managed.group, &child.managed.plural)
+            });
             Some(Target {
                 live,
                 object,
+                method,
                 adopt: adopts(ctx, type_index),
                 holder: None,
                 child,

@@ -20,7 +20,6 @@ use super::record;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::OwnWrites;
-use crate::labels::FINALIZER;
 use crate::ports::{CrRef, Owner};
 
 /// How soon to ask again when the service says it is not finished yet.
@@ -36,11 +35,11 @@ pub(super) async fn ensure_finalizer(
     cr: &DynamicObject,
 ) -> Result<(), ReconcileError> {
     let finalizers = cr.finalizers();
-    if !ctx.needs_finalizer || finalizers.iter().any(|f| f == FINALIZER) {
+    if !ctx.needs_finalizer || finalizers.iter().any(|f| *f == ctx.finalizer) {
         return Ok(());
     }
     let mut next = finalizers.to_vec();
-    next.push(FINALIZER.to_string());
+    next.push(ctx.finalizer.clone());
     ports.cluster.set_finalizers(&CrRef::of(cr), next).await?;
     Ok(())
 }
@@ -53,7 +52,7 @@ pub(super) async fn finalize(
     owner: &Owner,
 ) -> Done {
     let mut own = OwnWrites::default();
-    if !job.cr.finalizers().iter().any(|f| f == FINALIZER) {
+    if !job.cr.finalizers().iter().any(|f| *f == ctx.finalizer) {
         // Nothing of ork's holds the CR; garbage collection takes its children.
         return Done::early(Ok(Success::Deleting), own);
     }
@@ -133,7 +132,7 @@ async fn release(
         .cr
         .finalizers()
         .iter()
-        .filter(|f| *f != FINALIZER)
+        .filter(|f| **f != ctx.finalizer)
         .cloned()
         .collect();
     ports

@@ -8,6 +8,7 @@ mod call;
 mod children;
 mod exchange;
 mod finalize;
+mod hooks;
 mod job;
 mod plan;
 mod record;
@@ -34,6 +35,10 @@ pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use plan::Plan;
 pub(crate) use record::record_failure;
 pub(crate) use sweep::{Swept, sweep};
+
+/// How soon a reconcile that deleted a child to recreate it (update strategy `Recreate`) runs
+/// again to create it.
+const RECREATE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Runs one reconcile of `job`.
 pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -> Done {
@@ -68,7 +73,8 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         None => call_and_apply(ctx, ports, job, &owner, &mut own, &mut plan, &mut exchange).await,
     };
     let elapsed = started.elapsed();
-    let changed_children = !own.applied.is_empty() || !own.deleted.is_empty();
+    let recreating = plan.recreates().next().is_some();
+    let changed_children = !own.applied.is_empty() || !own.deleted.is_empty() || recreating;
     let (outcome, decision) = match result {
         Err(e) => (Err(e), None),
         Ok(d) => {
@@ -78,6 +84,12 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
                 )),
                 Outcome::Requeue { after } => Ok(Success::Reconciled {
                     requeue_after: Some(*after),
+                }),
+                // A child deleted to be recreated comes back on the next reconcile, soon.
+                Outcome::Ok { requeue_after } if recreating => Ok(Success::Reconciled {
+                    requeue_after: Some(requeue_after.map_or(RECREATE_AFTER, |d| {
+                        d.min(RECREATE_AFTER)
+                    })),
                 }),
                 Outcome::Ok { requeue_after } => Ok(Success::Reconciled {
                     requeue_after: *requeue_after,

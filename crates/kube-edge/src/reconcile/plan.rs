@@ -15,6 +15,8 @@ use ork_protocol::DesiredChild;
 use serde::Serialize;
 use serde_json::Value;
 
+pub(crate) use ork_katalog::metacontroller::UpdateMethod;
+
 use crate::cache::Holder;
 use crate::index::ChildRef;
 use crate::labels::{APPLIED, MANAGED_BY, MANAGED_SINCE};
@@ -33,6 +35,9 @@ pub(crate) struct Target<'a> {
     pub adopt: bool,
     /// The object ork would apply (stamped with owner label, reference, annotations).
     pub object: Value,
+    /// How an existing child is brought to `object` (a Metacontroller child type's
+    /// `updateStrategy`; in place for every Katalog entry).
+    pub method: UpdateMethod,
 }
 
 /// What becomes of one child.
@@ -46,6 +51,11 @@ pub(crate) enum Fate {
     Update { fields: Vec<String> },
     /// There and holding everything ork would send, which is what it sent last time.
     Unchanged,
+    /// There, and left as it is: its type's update strategy is `OnDelete`.
+    Kept,
+    /// There and different, and its type's update strategy is `Recreate`: deleted now,
+    /// created as the answer says on the next reconcile.
+    Recreate { fields: Vec<String> },
     /// ork's child that the answer no longer lists: deleted (`prune`).
     Prune,
     /// Not written, and nothing of the answer is: someone else holds it.
@@ -95,6 +105,13 @@ impl Plan {
     pub fn prunes(&self) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(|s| s.fate == Fate::Prune)
     }
+
+    /// The steps that delete a child to create it anew.
+    pub fn recreates(&self) -> impl Iterator<Item = &Step> {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s.fate, Fate::Recreate { .. }))
+    }
 }
 
 impl fmt::Display for Step {
@@ -111,6 +128,8 @@ impl fmt::Display for Step {
             }
             Fate::Update { fields } => write!(f, "update ({})", fields.join(", ")),
             Fate::Unchanged => f.write_str("unchanged"),
+            Fate::Kept => f.write_str("kept (update strategy OnDelete)"),
+            Fate::Recreate { fields } => write!(f, "recreate ({})", fields.join(", ")),
             Fate::Prune => f.write_str("prune"),
             Fate::Refused { reason } => write!(f, "refused: {reason}"),
         }
@@ -120,7 +139,11 @@ impl fmt::Display for Step {
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut first = true;
-        for s in self.steps.iter().filter(|s| s.fate != Fate::Unchanged) {
+        for s in self
+            .steps
+            .iter()
+            .filter(|s| !matches!(s.fate, Fate::Unchanged | Fate::Kept))
+        {
             if !first {
                 f.write_str("; ")?;
             }
@@ -186,6 +209,9 @@ fn fate(owner: &Owner, t: &Target<'_>) -> Fate {
     {
         return Fate::Refused { reason };
     }
+    if t.method == UpdateMethod::OnDelete && holder.is_some() {
+        return Fate::Kept;
+    }
     let Some(live) = &t.live else {
         return Fate::Create;
     };
@@ -197,6 +223,8 @@ fn fate(owner: &Owner, t: &Target<'_>) -> Fate {
     let fields = missing(&t.object, live);
     if same_as_last && fields.is_empty() {
         Fate::Unchanged
+    } else if t.method == UpdateMethod::Recreate {
+        Fate::Recreate { fields }
     } else {
         Fate::Update { fields }
     }
@@ -322,6 +350,7 @@ mod tests {
             live,
             holder: None,
             adopt: false,
+            method: UpdateMethod::InPlace,
         }
     }
 

@@ -397,6 +397,20 @@ impl Cluster for MemoryCluster {
             Ok(())
         })
     }
+
+    fn list<'a>(
+        &'a self,
+        api_version: &'a str,
+        resource: &'a str,
+        _namespace: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Value>, WriteError>> {
+        Box::pin(async move {
+            Err(WriteError::RelatedFailed {
+                resource: format!("{api_version}/{resource}"),
+                message: "related objects are read from a cluster; ork simulate has none".into(),
+            })
+        })
+    }
 }
 
 /// A stored object as the API server returns it.
