@@ -216,10 +216,7 @@ impl Runtime {
     }
 
     fn report(&self, name: &String) -> EntryReport {
-        let t = self
-            .config(name)
-            .map(|e| e.api_types)
-            .unwrap_or_default();
+        let t = self.config(name).map(|e| e.api_types).unwrap_or_default();
         let api_version = if t.group.is_empty() {
             t.version.clone()
         } else {

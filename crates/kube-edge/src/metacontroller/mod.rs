@@ -55,7 +55,12 @@ impl Runtime {
                 for object in &objects {
                     let composite = Composite::parse(object)
                         .map_err(|e| RunError::Controller(e.to_string()))?;
-                    let serve = self.serve(client.clone(), Arc::new(composite), http.clone(), options.clone());
+                    let serve = self.serve(
+                        client.clone(),
+                        Arc::new(composite),
+                        http.clone(),
+                        options.clone(),
+                    );
                     tasks.spawn(serve);
                 }
                 while tasks.join_next().await.is_some() {}
@@ -100,7 +105,10 @@ impl Runtime {
             };
             let name = object.name_any();
             let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
-            if let Some(m) = value.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+            if let Some(m) = value
+                .pointer_mut("/metadata")
+                .and_then(Value::as_object_mut)
+            {
                 m.remove("managedFields");
             }
             let spec = value.get("spec").cloned().unwrap_or(Value::Null);
@@ -123,7 +131,9 @@ impl Runtime {
                     let task = tokio::spawn(serve);
                     running.insert(name, (spec, task.abort_handle()));
                 }
-                Err(e) => tracing::error!(controller = %name, error = %e, "CompositeController not run"),
+                Err(e) => {
+                    tracing::error!(controller = %name, error = %e, "CompositeController not run")
+                }
             }
         }
         Ok(())
@@ -193,7 +203,12 @@ async fn install_crds(client: &Client) -> Result<(), RunError> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        if api.get_opt(&name).await.map_err(|e| RunError::Controller(e.to_string()))?.is_some() {
+        if api
+            .get_opt(&name)
+            .await
+            .map_err(|e| RunError::Controller(e.to_string()))?
+            .is_some()
+        {
             continue;
         }
         crate::install::install_crd_object(client, &crd, format!("ork's {API_VERSION} CRDs"))

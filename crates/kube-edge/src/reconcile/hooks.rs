@@ -35,7 +35,10 @@ pub(super) async fn related(
     let body = mc::customize_request(&composite.controller, cr).to_string();
     let answer = customize.call(cr, body.into_bytes()).await?;
     let rules = mc::related_rules(&answer).map_err(|e| {
-        ReconcileError::InvalidResponse(format!("customize hook: {}", customize.redact(&e.to_string())))
+        ReconcileError::InvalidResponse(format!(
+            "customize hook: {}",
+            customize.redact(&e.to_string())
+        ))
     })?;
     let parent_namespace = namespace_of(cr);
     for rule in rules {
@@ -80,15 +83,26 @@ pub(super) fn request(
         );
     }
     let parent_namespace = namespace_of(cr);
-    for (_, child) in &job.children {
+    for (at, child) in &job.children {
         let mut v = serde_json::to_value(child.as_ref()).unwrap_or(Value::Null);
         if let Some(m) = v.pointer_mut("/metadata").and_then(Value::as_object_mut) {
             m.remove("managedFields");
         }
+        // The cache keeps objects without their type; the hook sees it as the API serves it.
+        if let (Some(t), Value::Object(m)) = (ctx.children.get(at.type_index), &mut v) {
+            m.insert(
+                "apiVersion".into(),
+                Value::String(t.resource.api_version.clone()),
+            );
+            m.insert("kind".into(), Value::String(t.managed.kind.clone()));
+        }
         mc::insert(&mut children, composite.version, parent_namespace, v);
     }
     let mut parent = cr.clone();
-    if let Some(m) = parent.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+    if let Some(m) = parent
+        .pointer_mut("/metadata")
+        .and_then(Value::as_object_mut)
+    {
         m.remove("managedFields");
     }
     serde_json::to_vec(&mc::sync_request(
@@ -115,7 +129,8 @@ pub(super) fn decide(
     policy: &Policy,
     redact: impl Fn(&str) -> String,
 ) -> Result<Decision, ReconcileError> {
-    let rejected = |e: &dyn std::fmt::Display| ReconcileError::InvalidResponse(redact(&e.to_string()));
+    let rejected =
+        |e: &dyn std::fmt::Display| ReconcileError::InvalidResponse(redact(&e.to_string()));
     let body = mc::answer(answer, composite.version).map_err(|e| rejected(&e))?;
     let mut decision = ork_protocol::decide(&body, policy).map_err(|e| rejected(&e))?;
     if decision.finalized || job.cr.meta().deletion_timestamp.is_some() {
@@ -136,7 +151,10 @@ pub(super) fn decide(
             .object
             .pointer_mut("/metadata")
             .and_then(Value::as_object_mut)
-            .map(|m| m.entry("labels").or_insert_with(|| Value::Object(Map::new())));
+            .map(|m| {
+                m.entry("labels")
+                    .or_insert_with(|| Value::Object(Map::new()))
+            });
         let Some(Value::Object(labels)) = labels else {
             continue;
         };
@@ -186,7 +204,11 @@ impl Selector {
                         let values = e
                             .get("values")
                             .and_then(Value::as_array)
-                            .map(|v| v.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                            .map(|v| {
+                                v.iter()
+                                    .filter_map(|x| x.as_str().map(str::to_string))
+                                    .collect()
+                            })
                             .unwrap_or_default();
                         Some((key, op, values))
                     })
@@ -246,7 +268,9 @@ mod tests {
 
     #[test]
     fn an_empty_selector_is_refused_as_metacontroller_does() {
-        let e = Selector::of_parent(&json!({"spec": {}})).err().expect("refused");
+        let e = Selector::of_parent(&json!({"spec": {}}))
+            .err()
+            .expect("refused");
         assert!(e.contains("generateSelector"), "{e}");
     }
 }

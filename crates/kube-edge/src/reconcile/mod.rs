@@ -87,9 +87,9 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
                 }),
                 // A child deleted to be recreated comes back on the next reconcile, soon.
                 Outcome::Ok { requeue_after } if recreating => Ok(Success::Reconciled {
-                    requeue_after: Some(requeue_after.map_or(RECREATE_AFTER, |d| {
-                        d.min(RECREATE_AFTER)
-                    })),
+                    requeue_after: Some(
+                        requeue_after.map_or(RECREATE_AFTER, |d| d.min(RECREATE_AFTER)),
+                    ),
                 }),
                 Outcome::Ok { requeue_after } => Ok(Success::Reconciled {
                     requeue_after: *requeue_after,

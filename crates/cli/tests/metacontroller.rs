@@ -1,0 +1,359 @@
+//! Metacontroller's CompositeControllers run unchanged on ork (SPEC §15), against the local
+//! cluster, with hooks written as Metacontroller's examples are (`examples/metacontroller`):
+//! children, status and deletion as Metacontroller would produce them.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::{Client, ResourceExt};
+use ork_test_support::{
+    TestNamespace, apply_yaml, client, resolve, wait_crd_established, wait_for,
+};
+use serde_json::json;
+
+use common::{WAIT, spawn_ork};
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/metacontroller")
+}
+
+/// `hooks.py` on a port of its own choosing; killed when dropped.
+struct Hooks {
+    child: Child,
+    url: String,
+}
+
+impl Hooks {
+    fn start() -> Result<Hooks> {
+        let mut child = Command::new("python3")
+            .arg(example().join("hooks.py"))
+            .args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting python3 hooks.py")?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().context("hooks.py stdout")?).read_line(&mut line)?;
+        let port = line
+            .trim()
+            .rsplit_once("127.0.0.1:")
+            .map(|(_, p)| p.to_string())
+            .context("hooks.py did not say its port")?;
+        Ok(Hooks {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    /// `file` of the example with its hooks at this server.
+    fn controllers(&self, file: &str, dir: &Path) -> Result<PathBuf> {
+        let text = std::fs::read_to_string(example().join(file))?.replace("HOOKS", &self.url);
+        let path = dir.join(file);
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+}
+
+impl Drop for Hooks {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The example's parents of `kind`, everywhere.
+async fn parents(client: &Client, kind: &str) -> Result<Api<DynamicObject>> {
+    let (ar, _) = resolve(
+        client,
+        &GroupVersionKind::gvk("example.ork.dev", "v1", kind),
+    )
+    .await?;
+    Ok(Api::all_with(client.clone(), &ar))
+}
+
+/// The example's parents of `kind` in `namespace`.
+async fn parents_in(client: &Client, kind: &str, namespace: &str) -> Result<Api<DynamicObject>> {
+    let (ar, _) = resolve(
+        client,
+        &GroupVersionKind::gvk("example.ork.dev", "v1", kind),
+    )
+    .await?;
+    Ok(Api::namespaced_with(client.clone(), namespace, &ar))
+}
+
+async fn install_parent_crds(client: &Client) -> Result<()> {
+    apply_yaml(
+        client,
+        &std::fs::read_to_string(example().join("crds.yaml"))?,
+        "default",
+    )
+    .await?;
+    for crd in ["configmapaggregators", "rollouts", "reservations"] {
+        wait_crd_established(client, &format!("{crd}.example.ork.dev")).await?;
+    }
+    Ok(())
+}
+
+fn dir(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("ork-metacontroller-{name}"));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// `ork run --controllers FILE` with no Katalog, its log in `dir`.
+fn ork_with(dir: &Path, args: &[&str]) -> Result<common::Ork> {
+    spawn_ork(
+        &dir.join("no-katalog.yaml"),
+        &dir.join("ork.log"),
+        args,
+        &[],
+    )
+}
+
+#[tokio::test]
+async fn an_aggregator_gathers_related_configmaps_across_namespaces_with_v2_keys() -> Result<()> {
+    let client = client().await?;
+    install_parent_crds(&client).await?;
+    let (a, b) = (
+        TestNamespace::create(&client).await?,
+        TestNamespace::create(&client).await?,
+    );
+    let hooks = Hooks::start()?;
+    let dir = dir(&a.name)?;
+    let file = hooks.controllers("controllers.yaml", &dir)?;
+    let _ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    let label = format!("aggregate-{}", a.name);
+    for (ns, name, value) in [(&a.name, "one", "1"), (&b.name, "two", "2")] {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {label.clone(): "yes"}}, "data": {"k": value}});
+        apply_yaml(&client, &cm.to_string(), ns).await?;
+    }
+    let aggregators = parents(&client, "ConfigMapAggregator").await?;
+    let parent_name = format!("agg-{}", a.name);
+    let parent = json!({"apiVersion": "example.ork.dev/v1", "kind": "ConfigMapAggregator",
+        "metadata": {"name": parent_name},
+        "spec": {"selectLabels": {label.clone(): "yes"}, "target": {"namespace": a.name, "name": "merged"}}});
+    let created = aggregators
+        .create(&PostParams::default(), &serde_json::from_value(parent)?)
+        .await?;
+    let uid = created.uid().context("uid")?;
+    let merged: Api<ConfigMap> = Api::namespaced(client.clone(), &a.name);
+    let want = |n: usize| {
+        let merged = merged.clone();
+        async move {
+            let cm = merged.get_opt("merged").await.ok()??;
+            (cm.data.clone().unwrap_or_default().len() == n).then_some(cm)
+        }
+    };
+    let cm = wait_for("the merged ConfigMap with both sources", WAIT, || want(2)).await?;
+    let data = cm.data.clone().unwrap_or_default();
+    assert_eq!(
+        data.get(&format!("{}.one.k", a.name)).map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        data.get(&format!("{}.two.k", b.name)).map(String::as_str),
+        Some("2")
+    );
+    // generateSelector: the child carries the parent's UID as Metacontroller's label.
+    assert_eq!(cm.labels().get("controller-uid"), Some(&uid));
+    let status = wait_for("the parent's status from the hook", WAIT, || async {
+        let p = aggregators.get(&parent_name).await.ok()?;
+        let s = p.data.get("status")?.clone();
+        (s["sources"] == 2).then_some(s)
+    })
+    .await?;
+    assert_eq!(status["keys"], 2, "{status}");
+    assert_eq!(status["observedGeneration"], 1, "{status}");
+    // A third source is seen on the controller's resync (resyncPeriodSeconds: 2).
+    let three = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "three", "labels": {label.clone(): "yes"}}, "data": {"k": "3"}});
+    apply_yaml(&client, &three.to_string(), &b.name).await?;
+    wait_for("the third source in the merged ConfigMap", WAIT, || want(3)).await?;
+    // The parent is cluster-scoped and its child namespaced: deleting the parent takes it.
+    aggregators
+        .delete(&parent_name, &DeleteParams::default())
+        .await?;
+    wait_for(
+        "the merged ConfigMap gone with its parent",
+        WAIT,
+        || async { matches!(merged.get_opt("merged").await, Ok(None)).then_some(()) },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn update_strategies_keep_update_or_recreate_children_as_declared() -> Result<()> {
+    let client = client().await?;
+    install_parent_crds(&client).await?;
+    let ns = TestNamespace::create(&client).await?;
+    let hooks = Hooks::start()?;
+    let dir = dir(&ns.name)?;
+    let file = hooks.controllers("controllers.yaml", &dir)?;
+    let _ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    let rollout = |value: &str| {
+        json!({"apiVersion": "example.ork.dev/v1", "kind": "Rollout",
+            "metadata": {"name": "web"}, "spec": {"value": value}})
+        .to_string()
+    };
+    apply_yaml(&client, &rollout("one"), &ns.name).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns.name);
+    let sa_value = |sa: &ServiceAccount| sa.annotations().get("example.ork.dev/value").cloned();
+    let first = wait_for("the three children", WAIT, || async {
+        cms.get_opt("web-ondelete").await.ok()??;
+        secrets.get_opt("web-inplace").await.ok()??;
+        sas.get_opt("web-recreate").await.ok()?
+    })
+    .await?;
+    let first_uid = first.uid().context("uid")?;
+    apply_yaml(&client, &rollout("two"), &ns.name).await?;
+    // InPlace: updated where it stands.
+    wait_for("the InPlace Secret updated", WAIT, || async {
+        let s = secrets.get_opt("web-inplace").await.ok()??;
+        let v = s.data?.get("value")?.0.clone();
+        (v == b"two").then_some(())
+    })
+    .await?;
+    // Recreate: a new object with the new value.
+    let recreated = wait_for("the Recreate ServiceAccount replaced", WAIT, || async {
+        let sa = sas.get_opt("web-recreate").await.ok()??;
+        (sa_value(&sa).as_deref() == Some("two") && sa.uid().as_deref() != Some(&first_uid))
+            .then_some(sa)
+    })
+    .await?;
+    // OnDelete: the existing ConfigMap is left as it was.
+    let kept = cms.get("web-ondelete").await?;
+    assert_eq!(
+        kept.data
+            .unwrap_or_default()
+            .get("value")
+            .map(String::as_str),
+        Some("one")
+    );
+    // Not a loop: the recreated child stays the same object while nothing changes.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let still = sas.get("web-recreate").await?;
+    assert_eq!(
+        still.uid(),
+        recreated.uid(),
+        "the ServiceAccount was recreated again"
+    );
+    // v1 keys: the children by name, as the hook saw them.
+    let rollouts = parents_in(&client, "Rollout", &ns.name).await?;
+    let status = wait_for("the hook's view of its children", WAIT, || async {
+        let p = rollouts.get("web").await.ok()?;
+        let s = p.data.get("status")?.clone();
+        (s["value"] == "two").then_some(s)
+    })
+    .await?;
+    assert_eq!(
+        status["observedConfigMaps"],
+        json!(["web-ondelete"]),
+        "{status}"
+    );
+    // OnDelete children come back, as the hook wants them now, once someone deletes them.
+    cms.delete("web-ondelete", &DeleteParams::default()).await?;
+    wait_for(
+        "the OnDelete ConfigMap created anew with the new value",
+        WAIT,
+        || async {
+            let cm = cms.get_opt("web-ondelete").await.ok()??;
+            (cm.data?.get("value")? == "two").then_some(())
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_controller_created_while_ork_runs_is_served_finalizes_and_stops_when_deleted()
+-> Result<()> {
+    let client = client().await?;
+    install_parent_crds(&client).await?;
+    let ns = TestNamespace::create(&client).await?;
+    let hooks = Hooks::start()?;
+    let dir = dir(&ns.name)?;
+    let ork = ork_with(&dir, &["--metacontroller"])?;
+    let file = hooks.controllers("reservation.yaml", &dir)?;
+    // ork installs Metacontroller's CRDs when absent; then the controller object can be made.
+    wait_crd_established(&client, "compositecontrollers.metacontroller.k8s.io").await?;
+    apply_yaml(&client, &std::fs::read_to_string(&file)?, "default").await?;
+    let reservations_here = parents_in(&client, "Reservation", &ns.name).await?;
+    let reservation = |name: &str| {
+        json!({"apiVersion": "example.ork.dev/v1", "kind": "Reservation",
+            "metadata": {"name": name}, "spec": {}})
+        .to_string()
+    };
+    apply_yaml(&client, &reservation("r1"), &ns.name).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    wait_for("r1's ticket", WAIT, || async {
+        cms.get_opt("r1-ticket").await.ok()?
+    })
+    .await?;
+    let held = wait_for(
+        "r1 with Metacontroller's finalizer and its status",
+        WAIT,
+        || async {
+            let r = reservations_here.get("r1").await.ok()?;
+            let phase = r.data.pointer("/status/phase")?.as_str()?.to_string();
+            (phase == "Reserved").then_some(r)
+        },
+    )
+    .await?;
+    assert!(
+        held.finalizers()
+            .contains(&"metacontroller.io/compositecontroller-reservation".to_string()),
+        "{:?}",
+        held.finalizers()
+    );
+    // The finalize hook holds the deletion until the parent is released.
+    reservations_here
+        .delete("r1", &DeleteParams::default())
+        .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let deleting = reservations_here.get("r1").await?;
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    let release = json!({"metadata": {"annotations": {"example.ork.dev/release": "yes"}}});
+    reservations_here
+        .patch("r1", &PatchParams::default(), &Patch::Merge(&release))
+        .await?;
+    wait_for(
+        "r1 gone once its finalize hook said finalized",
+        WAIT,
+        || async { matches!(reservations_here.get_opt("r1").await, Ok(None)).then_some(()) },
+    )
+    .await?;
+    // Deleting the controller object stops it being served.
+    let gvk = GroupVersionKind::gvk("metacontroller.k8s.io", "v1alpha1", "CompositeController");
+    let controllers =
+        Api::<DynamicObject>::all_with(client.clone(), &resolve(&client, &gvk).await?.0);
+    controllers
+        .delete("reservation", &DeleteParams::default())
+        .await?;
+    wait_for(
+        "ork saying the controller is no longer served",
+        WAIT,
+        || async { ork.log().contains("no longer served").then_some(()) },
+    )
+    .await?;
+    apply_yaml(&client, &reservation("r2"), &ns.name).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        cms.get_opt("r2-ticket").await?.is_none(),
+        "a deleted controller still served r2"
+    );
+    let r2 = reservations_here.get("r2").await?;
+    assert!(r2.finalizers().is_empty(), "{:?}", r2.finalizers());
+    Ok(())
+}
