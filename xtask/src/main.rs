@@ -86,8 +86,9 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 12] = [
+const E2E: [(&str, &str); 13] = [
     ("ork", "core"),
+    ("ork", "metacontroller"),
     ("ork", "inspect"),
     ("ork", "run"),
     ("ork", "orkestra"),
