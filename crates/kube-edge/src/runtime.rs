@@ -215,7 +215,7 @@ impl Runtime {
         self.names().iter().map(|name| self.report(name)).collect()
     }
 
-    fn report(&self, name: &String) -> EntryReport {
+    fn report(&self, name: &str) -> EntryReport {
         let t = self.config(name).map(|e| e.api_types).unwrap_or_default();
         let api_version = if t.group.is_empty() {
             t.version.clone()
@@ -224,7 +224,7 @@ impl Runtime {
         };
         let mut report = match self.process.registry.get(name) {
             None => EntryReport {
-                name: name.clone(),
+                name: name.to_string(),
                 state: "not started".into(),
                 status: 503,
                 health: None,
@@ -239,7 +239,7 @@ impl Runtime {
                 let health = entry.health();
                 let (queue_depth, workers_busy) = entry.handle.load();
                 EntryReport {
-                    name: name.clone(),
+                    name: name.to_string(),
                     state: health.state.as_str().into(),
                     status: if health.is_serving() { 200 } else { 503 },
                     health: Some(health),

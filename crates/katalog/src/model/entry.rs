@@ -71,7 +71,7 @@ pub struct CrdEntry {
     /// protocol, finalizer and update strategies.
     #[serde(skip)]
     #[schemars(skip)]
-    pub metacontroller: Option<std::sync::Arc<crate::metacontroller::Composite>>,
+    pub metacontroller: Option<std::sync::Arc<super::composite::Composite>>,
 }
 
 impl CrdEntry {

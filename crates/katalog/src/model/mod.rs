@@ -6,10 +6,12 @@
 //!
 //! One module per section of the file, from the root down: `katalog` (the file, metadata,
 //! notes), `entry` (`spec.crds.<name>`), `depends_on`, `operator_box`, `gates`, `reconcile`,
-//! `remote`, `managed`, `payload` and `auth`. They hold the types and their defaults only;
+//! `remote`, `managed`, `payload` and `auth`; `composite` holds what a Metacontroller
+//! controller's entry carries besides. They hold the types and their defaults only;
 //! rendering a CR's templates at run time is `crate::render`'s.
 
 mod auth;
+pub(crate) mod composite;
 mod defaults;
 mod depends_on;
 mod entry;

@@ -35,7 +35,7 @@ pub(super) async fn ensure_finalizer(
     cr: &DynamicObject,
 ) -> Result<(), ReconcileError> {
     let finalizers = cr.finalizers();
-    if !ctx.needs_finalizer || finalizers.iter().any(|f| *f == ctx.finalizer) {
+    if !ctx.needs_finalizer || finalizers.contains(&ctx.finalizer) {
         return Ok(());
     }
     let mut next = finalizers.to_vec();
@@ -52,7 +52,7 @@ pub(super) async fn finalize(
     owner: &Owner,
 ) -> Done {
     let mut own = OwnWrites::default();
-    if !job.cr.finalizers().iter().any(|f| *f == ctx.finalizer) {
+    if !job.cr.finalizers().contains(&ctx.finalizer) {
         // Nothing of ork's holds the CR; garbage collection takes its children.
         return Done::early(Ok(Success::Deleting), own);
     }

@@ -144,7 +144,7 @@ pub(super) fn decide(
             expressions: Vec::new(),
         }
     } else {
-        Selector::of_parent(cr).map_err(|e| ReconcileError::InvalidResponse(e))?
+        Selector::of_parent(cr).map_err(ReconcileError::InvalidResponse)?
     };
     for child in decision.resources.iter_mut().flatten() {
         let labels = child
