@@ -10,6 +10,9 @@ pub enum Retry {
     Backoff,
     /// At once: the CR changed under the write (a conflict), the next attempt sees the new one.
     Now,
+    /// After this delay, which the service asked for (429 with `Retry-After`); the backoff
+    /// does not grow.
+    After(std::time::Duration),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +54,10 @@ impl ReconcileError {
     pub fn retry(&self) -> Retry {
         match self {
             ReconcileError::WriteFailed(w) if w.is_conflict() => Retry::Now,
+            ReconcileError::CallFailed(CallFailed::Call(ork_remote::CallError::Busy {
+                after,
+                ..
+            })) => Retry::After(*after),
             _ => Retry::Backoff,
         }
     }
@@ -67,6 +74,7 @@ impl ReconcileError {
                 C::Timeout { .. } | C::ExecTimeout { .. } => "ServiceTimeout",
                 C::Connect { .. } | C::ExecSpawn { .. } => "ServiceUnreachable",
                 C::Url(_) => "EndpointRefused",
+                C::Busy { .. } => "ServiceBusy",
                 _ => "ServiceError",
             },
             ReconcileError::CallFailed(

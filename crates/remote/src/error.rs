@@ -25,6 +25,8 @@ pub enum CallError {
         status: u16,
         body: String,
     },
+    #[error("POST {url}: the service is busy (429) and asks to be called again in {after:?}")]
+    Busy { url: String, after: Duration },
     #[error("POST {url}: the service answered {status}, a redirect; redirects are never followed")]
     Redirect { url: String, status: u16 },
     #[error("POST {url}: response larger than the limit of {limit} bytes")]

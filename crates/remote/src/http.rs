@@ -184,6 +184,20 @@ impl HttpTransport {
         };
         let mut resp = req.send().await.map_err(classify)?;
         let status = resp.status().as_u16();
+        // 429 with `Retry-After` (seconds): the service asks to be called again then, which is
+        // no failure of its logic (Metacontroller's hooks answer so under load).
+        if status == 429
+            && let Some(after) = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            return Err(CallError::Busy {
+                url,
+                after: Duration::from_secs(after.clamp(1, MAX_RETRY_AFTER_SECS)),
+            });
+        }
         if resp.status().is_redirection() {
             return Err(CallError::Redirect { url, status });
         }
@@ -219,6 +233,9 @@ impl HttpTransport {
         Ok(body)
     }
 }
+
+/// The longest `Retry-After` ork honours: an hour.
+const MAX_RETRY_AFTER_SECS: u64 = 3600;
 
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;

@@ -5,6 +5,8 @@ use std::time::Duration;
 use ork_remote::{Call, CallError, Credential, HttpTransport};
 use ork_test_support::fake_service::{FakeService, Reply};
 
+mod support;
+
 fn call<'a>(url: &'a str, credential: Option<&'a Credential>, max_bytes: u64) -> Call<'a> {
     Call {
         url,
@@ -194,5 +196,37 @@ mod tls {
         let err = HttpTransport::with_tls(&tls).expect_err("bad PEM");
         assert!(!err.to_string().contains("secret-key-material"));
         assert!(!format!("{tls:?}").contains("secret-key-material"));
+    }
+}
+
+mod busy {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_429_with_retry_after_asks_to_be_called_again_then() {
+        let svc = support::RawServer::start(|_| {
+            support::response(429, &[("Retry-After", "7")], "slow down")
+        })
+        .await;
+        let url = svc.url("/sync");
+        let err = transport()
+            .call(call(&url, None, 1024))
+            .await
+            .expect_err("429");
+        assert!(
+            matches!(err, CallError::Busy { after, .. } if after == Duration::from_secs(7)),
+            "{err}"
+        );
+        // Without a usable Retry-After it is an error status like any other.
+        let plain = support::RawServer::start(|_| support::response(429, &[], "no")).await;
+        let url = plain.url("/sync");
+        let err = transport()
+            .call(call(&url, None, 1024))
+            .await
+            .expect_err("429");
+        assert!(
+            matches!(err, CallError::Status { status: 429, .. }),
+            "{err}"
+        );
     }
 }

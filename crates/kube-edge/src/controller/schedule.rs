@@ -206,6 +206,7 @@ impl Schedule {
                 }
                 match e.retry() {
                     Retry::Now => self.add(k, Reason::Retry),
+                    Retry::After(delay) => self.add_at(k, Reason::Retry, later(now, delay)),
                     Retry::Backoff => {
                         let delay = self.backoff.failed(k.clone());
                         if self.backoff.exhausted(&k) {
