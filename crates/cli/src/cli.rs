@@ -33,6 +33,10 @@ enum Command {
     /// Send each CR's request to the entry's service once and report every way the answers
     /// break the protocol.
     Check(CheckArgs),
+    /// Check an entry's service against the protocol: requests made from the CRD's schema and
+    /// edge cases (finalizing, unknown request fields, a large object, the same request twice,
+    /// concurrent keys); one PASS or FAIL line per check.
+    Conform(crate::conform::ConformArgs),
     /// Run Orkestra's `kind: E2E` specs against the kubeconfig's cluster.
     E2e(crate::e2e::E2eArgs),
     /// Run `kind: Test` cases (given CRs and objects, expected children, status, conditions,
@@ -104,6 +108,7 @@ impl Command {
             Command::Simulate(args) if !args.files.is_empty() => None,
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
+            Command::Conform(args) => Some(&args.katalog),
             Command::Schema { .. }
             | Command::Retry { .. }
             | Command::Explain { .. }
@@ -133,6 +138,7 @@ pub fn main() -> ExitCode {
         }
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
+        Command::Conform(args) => crate::conform::run(args),
         Command::E2e(args) => crate::e2e::run(args),
         Command::Test(args) => crate::testcase::run(args),
         Command::Schema { what } => {

@@ -2,6 +2,7 @@
 
 mod args;
 mod cli;
+mod conform;
 mod e2e;
 mod explain;
 mod generate;
