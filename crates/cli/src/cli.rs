@@ -25,6 +25,17 @@ enum Command {
         /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
         #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
         katalog: PathBuf,
+        /// Also check against the kubeconfig's cluster: managed types served, the CRDs and
+        /// their versions, template fields against the CRD schema, the permissions the
+        /// current identity lacks.
+        #[arg(long)]
+        cluster: bool,
+        /// Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+        #[arg(long, requires = "cluster")]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context for --cluster.
+        #[arg(long, requires = "cluster")]
+        context: Option<String>,
     },
     /// Run the remote reconcilers of a Katalog against the cluster.
     Run(RunArgs),
@@ -100,7 +111,7 @@ impl Command {
     /// The Katalog file the command reads, if it reads one.
     fn katalog(&self) -> Option<&Path> {
         match self {
-            Command::Validate { katalog }
+            Command::Validate { katalog, .. }
             | Command::Generate(Generate::Rbac { katalog, .. })
             | Command::Generate(Generate::Bundle(Install { katalog, .. }))
             | Command::Generate(Generate::Values(Install { katalog, .. })) => Some(katalog),
@@ -130,7 +141,18 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        Command::Validate { katalog } => crate::validate::run(&katalog),
+        Command::Validate {
+            katalog,
+            cluster,
+            kubeconfig,
+            context,
+        } => crate::validate::run(
+            &katalog,
+            cluster.then_some(crate::validate::ClusterArgs {
+                kubeconfig,
+                context,
+            }),
+        ),
         Command::Run(args) => crate::run::run(args),
         // Orkestra's `kind: Simulate` files, named or found next to the Katalog.
         Command::Simulate(args) if !args.files.is_empty() || args.crs.is_empty() => {

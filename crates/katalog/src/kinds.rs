@@ -207,7 +207,10 @@ mod tests {
             plural_meant("resourcequota", core_plurals()),
             Some("resourcequotas")
         );
-        assert_eq!(plural_meant("confgmaps", core_plurals()), Some("configmaps"));
+        assert_eq!(
+            plural_meant("confgmaps", core_plurals()),
+            Some("configmaps")
+        );
         assert_eq!(
             plural_meant("ingress", ["ingresses", "ingressclasses"]),
             Some("ingresses")

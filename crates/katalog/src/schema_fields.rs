@@ -206,7 +206,9 @@ fn check(chain: &[String], schema: &Value) -> Option<(String, Option<String>)> {
 fn open(schema: &Value) -> bool {
     let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
     schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
-        || schema.get("additionalProperties").is_some_and(|a| a != &Value::Bool(false))
+        || schema
+            .get("additionalProperties")
+            .is_some_and(|a| a != &Value::Bool(false))
         || (!is_object && schema.get("properties").is_none())
 }
 
@@ -215,7 +217,9 @@ fn missing<'a>(
     chain: &[String],
     known: impl IntoIterator<Item = &'a str> + Clone,
 ) -> (String, Option<String>) {
-    let (last, parent) = chain.split_last().map_or(("", &[][..]), |(l, p)| (l.as_str(), p));
+    let (last, parent) = chain
+        .split_last()
+        .map_or(("", &[][..]), |(l, p)| (l.as_str(), p));
     let shown = format!(".{}", chain.join("."));
     let message = format!("{shown}, which the CRD's schema does not have");
     let hint = match crate::suggest::closest(last, known.clone()) {
@@ -293,7 +297,12 @@ mod tests {
         .expect("template");
         assert_eq!(
             t.fields(),
-            vec![chain("metadata.name"), chain("spec.image"), chain("spec.items"), chain("spec.team")]
+            vec![
+                chain("metadata.name"),
+                chain("spec.image"),
+                chain("spec.items"),
+                chain("spec.team")
+            ]
         );
     }
 }
