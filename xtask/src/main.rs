@@ -86,7 +86,7 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 12] = [
+const E2E: [(&str, &str); 13] = [
     ("ork", "core"),
     ("ork", "inspect"),
     ("ork", "run"),
@@ -98,6 +98,7 @@ const E2E: [(&str, &str); 12] = [
     ("ork", "simulate"),
     ("ork", "helm"),
     ("ork", "tenancy"),
+    ("ork", "validate_cluster"),
     ("ork-test-support", "cluster"),
 ];
 
