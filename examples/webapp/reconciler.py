@@ -71,7 +71,8 @@ class Handler(BaseHTTPRequestHandler):
 if __name__ == "__main__":
     port = int(os.environ.get("PORT", "8025"))
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    print(f"example reconciler listening on 127.0.0.1:{port}", flush=True)
+    # PORT=0 lets the system choose; the line says which port it is.
+    print(f"example reconciler listening on 127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

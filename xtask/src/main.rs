@@ -86,7 +86,7 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 13] = [
+const E2E: [(&str, &str); 14] = [
     ("ork", "core"),
     ("ork", "metacontroller"),
     ("ork", "inspect"),
@@ -99,6 +99,7 @@ const E2E: [(&str, &str); 13] = [
     ("ork", "simulate"),
     ("ork", "helm"),
     ("ork", "tenancy"),
+    ("ork", "validate_cluster"),
     ("ork-test-support", "cluster"),
 ];
 

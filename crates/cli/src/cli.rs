@@ -25,6 +25,17 @@ enum Command {
         /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
         #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
         katalog: PathBuf,
+        /// Also check against the kubeconfig's cluster: managed types served, the CRDs and
+        /// their versions, template fields against the CRD schema, the permissions the
+        /// current identity lacks.
+        #[arg(long)]
+        cluster: bool,
+        /// Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+        #[arg(long, requires = "cluster")]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context for --cluster.
+        #[arg(long, requires = "cluster")]
+        context: Option<String>,
     },
     /// Run the remote reconcilers of a Katalog against the cluster.
     Run(RunArgs),
@@ -33,6 +44,10 @@ enum Command {
     /// Send each CR's request to the entry's service once and report every way the answers
     /// break the protocol.
     Check(CheckArgs),
+    /// Check an entry's service against the protocol: requests made from the CRD's schema and
+    /// edge cases (finalizing, unknown request fields, a large object, the same request twice,
+    /// concurrent keys); one PASS or FAIL line per check.
+    Conform(crate::conform::ConformArgs),
     /// Run Orkestra's `kind: E2E` specs against the kubeconfig's cluster.
     E2e(crate::e2e::E2eArgs),
     /// Run `kind: Test` cases (given CRs and objects, expected children, status, conditions,
@@ -96,7 +111,7 @@ impl Command {
     /// The Katalog file the command reads, if it reads one.
     fn katalog(&self) -> Option<&Path> {
         match self {
-            Command::Validate { katalog }
+            Command::Validate { katalog, .. }
             | Command::Generate(Generate::Rbac { katalog, .. })
             | Command::Generate(Generate::Bundle(Install { katalog, .. }))
             | Command::Generate(Generate::Values(Install { katalog, .. })) => Some(katalog),
@@ -104,6 +119,7 @@ impl Command {
             Command::Simulate(args) if !args.files.is_empty() => None,
             Command::Simulate(args) => Some(&args.katalog),
             Command::Check(args) => Some(&args.katalog),
+            Command::Conform(args) => Some(&args.katalog),
             Command::Schema { .. }
             | Command::Retry { .. }
             | Command::Explain { .. }
@@ -125,7 +141,18 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        Command::Validate { katalog } => crate::validate::run(&katalog),
+        Command::Validate {
+            katalog,
+            cluster,
+            kubeconfig,
+            context,
+        } => crate::validate::run(
+            &katalog,
+            cluster.then_some(crate::validate::ClusterArgs {
+                kubeconfig,
+                context,
+            }),
+        ),
         Command::Run(args) => crate::run::run(args),
         // Orkestra's `kind: Simulate` files, named or found next to the Katalog.
         Command::Simulate(args) if !args.files.is_empty() || args.crs.is_empty() => {
@@ -133,6 +160,7 @@ pub fn main() -> ExitCode {
         }
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
+        Command::Conform(args) => crate::conform::run(args),
         Command::E2e(args) => crate::e2e::run(args),
         Command::Test(args) => crate::testcase::run(args),
         Command::Schema { what } => {

@@ -2,6 +2,7 @@
 
 mod args;
 mod cli;
+mod conform;
 mod e2e;
 mod explain;
 mod generate;
@@ -17,6 +18,7 @@ mod simulate_file;
 mod status_page;
 mod testcase;
 mod validate;
+mod validate_cluster;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);
 // mimalloc halves it for about the same resident memory as glibc's allocator (`cargo xtask

@@ -86,7 +86,7 @@ fn without_final_newline(mut text: String) -> String {
 }
 
 /// `$KUBECONFIG` set, or `~/.kube/config` there.
-fn kubeconfig_exists() -> bool {
+pub(crate) fn kubeconfig_exists() -> bool {
     if std::env::var_os("KUBECONFIG").is_some_and(|k| !k.is_empty()) {
         return true;
     }

@@ -1,17 +1,25 @@
-//! `ork validate -k FILE`: the Katalog's metadata, one line per entry, the notices (what is
-//! worth knowing but not wrong), or every problem with file, line and field.
+//! `ork validate -k FILE [--cluster]`: the Katalog's metadata, one line per entry, the notices
+//! (what is worth knowing but not wrong), the warnings (CR fields the templates read that the
+//! CRD's schema lacks), or every problem with file, line and field; with `--cluster`, also what
+//! the kubeconfig's cluster refutes (`validate_cluster`).
 
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
-use ork_katalog::{CrdEntry, Katalog, KatalogMeta, load_file};
+use ork_katalog::{CrdEntry, Katalog, KatalogMeta, Problem, load_file};
+use ork_kube::client::Protocol;
+use serde_json::Value;
 
-pub fn run(path: &Path) -> ExitCode {
-    match load_file(path) {
-        Ok(katalog) => {
-            crate::output::emit(&report(&katalog, path));
-            ExitCode::SUCCESS
-        }
+/// How `ork validate --cluster` reaches the cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterArgs {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+pub fn run(path: &Path, cluster: Option<ClusterArgs>) -> ExitCode {
+    let katalog = match load_file(path) {
+        Ok(katalog) => katalog,
         Err(problems) => {
             eprintln!("{problems}");
             let n = problems.0.len();
@@ -20,14 +28,85 @@ pub fn run(path: &Path) -> ExitCode {
                 path.display(),
                 if n == 1 { "problem" } else { "problems" }
             );
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
+    };
+    let mut schemas = file_schemas(&katalog);
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    if let Some(args) = cluster {
+        match with_cluster(&katalog, path, args) {
+            Ok(found) => {
+                schemas.extend(found.schemas);
+                problems = ork_katalog::locate(path, found.problems);
+                warnings = found.warnings;
+            }
+            Err(e) => {
+                eprintln!("ork validate --cluster: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    warnings.extend(schemas.iter().flat_map(|(name, schema)| {
+        ork_katalog::schema_fields::unknown_fields(
+            &format!("spec.crds.{name}"),
+            &katalog.spec.crds[name],
+            schema,
+        )
+    }));
+    let warnings = ork_katalog::locate(path, warnings);
+    crate::output::emit(&report(&katalog, path, &warnings, &problems));
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
+/// The checks of `--cluster`, on a runtime of their own.
+fn with_cluster(
+    katalog: &Katalog,
+    path: &Path,
+    args: ClusterArgs,
+) -> anyhow::Result<crate::validate_cluster::ClusterFindings> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let client = crate::run::connect(args.kubeconfig, args.context, Protocol::Negotiated)
+            .await
+            .map_err(|e| e.context("connecting to the kubeconfig's cluster"))?;
+        crate::validate_cluster::check(&client, katalog, &path.display().to_string()).await
+    })
+}
+
+/// The schema of each entry's version in its `crdFile`: the template fields are checked
+/// against it without a cluster.
+fn file_schemas(katalog: &Katalog) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (name, entry) in &katalog.spec.crds {
+        let Some(file) = &entry.crd_file else {
+            continue;
+        };
+        let t = &entry.api_types;
+        let Ok(docs) = crate::simulate::read_documents(std::slice::from_ref(file)) else {
+            continue;
+        };
+        let schema = docs
+            .iter()
+            .filter(|c| c["spec"]["names"]["kind"].as_str() == Some(t.kind.as_str()))
+            .flat_map(|c| c["spec"]["versions"].as_array().into_iter().flatten())
+            .find(|v| v["name"].as_str() == Some(t.version.as_str()))
+            .and_then(|v| v.pointer("/schema/openAPIV3Schema"));
+        if let Some(schema) = schema {
+            out.push((name.clone(), schema.clone()));
+        }
+    }
+    out
+}
+
 /// What a valid Katalog prints: metadata lines (when any is written), one line per entry, each
-/// notice (as `note: file:line: path: message` and its hint), and the verdict.
-fn report(katalog: &Katalog, path: &Path) -> String {
+/// notice (as `note: file:line: path: message` and its hint), each warning, what the cluster
+/// refutes, and the verdict.
+fn report(katalog: &Katalog, path: &Path, warnings: &[Problem], problems: &[Problem]) -> String {
     let mut out = String::new();
     for line in metadata(&katalog.metadata) {
         out.push_str(&line);
@@ -40,17 +119,32 @@ fn report(katalog: &Katalog, path: &Path) -> String {
     for notice in &katalog.notices {
         out.push_str(&format!("note: {notice}\n"));
     }
+    for warning in warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    for problem in problems {
+        out.push_str(&format!("{problem}\n"));
+    }
     let n = katalog.spec.crds.len();
-    let notes = match katalog.notices.len() {
+    let count = |k: usize, one: &str| match k {
         0 => String::new(),
-        1 => ", 1 note".to_string(),
-        k => format!(", {k} notes"),
+        1 => format!(", 1 {one}"),
+        k => format!(", {k} {one}s"),
     };
-    out.push_str(&format!(
-        "{}: valid ({n} {}{notes})\n",
-        path.display(),
-        if n == 1 { "entry" } else { "entries" }
-    ));
+    let extra = format!(
+        "{}{}",
+        count(katalog.notices.len(), "note"),
+        count(warnings.len(), "warning")
+    );
+    let entries = if n == 1 { "entry" } else { "entries" };
+    out.push_str(&match problems.len() {
+        0 => format!("{}: valid ({n} {entries}{extra})\n", path.display()),
+        k => format!(
+            "{}: valid as a file ({n} {entries}{extra}), but {k} {} with the cluster\n",
+            path.display(),
+            if k == 1 { "problem" } else { "problems" }
+        ),
+    });
     out
 }
 

@@ -149,3 +149,65 @@ fn without_k_the_katalog_yaml_of_the_current_folder_is_validated() {
     }
     let _ = std::fs::remove_dir_all(&empty);
 }
+
+#[test]
+fn a_template_field_the_crd_schema_lacks_is_a_warning_with_the_field_meant() {
+    let dir = std::env::temp_dir().join(format!("ork-validate-fields-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let crd = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/faulty-service/crd.yaml");
+    let file = dir.join("katalog.yaml");
+    let text = format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: fields}}
+spec:
+  crds:
+    gadget:
+      crdFile: {crd}
+      labels:
+        size: "{{{{ .spec.size }}}}"
+      operatorBox:
+        preReconcile:
+          reconcileGate:
+            when: [{{field: spec.colur, operator: exists}}]
+        reconcile:
+          default: false
+          remote:
+            endpoint: "http://127.0.0.1:8025/reconcile"
+            args:
+              colour: "{{{{ .spec.colour }}}}"
+              note: "{{{{ .spec.noet | default \"none\" }}}}"
+            managedResources:
+              - {{group: "", version: v1, plural: configmaps, kind: ConfigMap}}
+"#,
+        crd = crd.display()
+    );
+    std::fs::write(&file, &text).expect("write");
+    let (ok, stdout, stderr) = ork(&["validate", "-k", file.to_str().expect("utf-8 path")]);
+    assert!(ok, "warnings do not fail validation: {stdout}{stderr}");
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).expect("line") + 1;
+    let shown = file.display();
+    assert!(
+        stdout.contains(&format!(
+            "warning: {shown}:{}: spec.crds.gadget.operatorBox.reconcile.remote.args.note: \"{{{{ .spec.noet | default \\\"none\\\" }}}}\" reads .spec.noet, which the CRD's schema does not have: it renders empty\n    hint: did you mean .spec.note?",
+            line_of("noet")
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "warning: {shown}:{}: spec.crds.gadget.operatorBox.preReconcile.reconcileGate.when[0].field: the condition reads .spec.colur, which the CRD's schema does not have: it never has a value\n    hint: did you mean .spec.colour?",
+            line_of("colur")
+        )),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("warning: ").count(),
+        2,
+        "the known fields are not warned about: {stdout}"
+    );
+    assert!(
+        stdout.ends_with("valid (1 entry, 2 warnings)\n"),
+        "{stdout}"
+    );
+}

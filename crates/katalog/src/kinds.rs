@@ -172,16 +172,51 @@ pub fn by_plural(group: &str, plural: &str) -> Option<&'static BuiltinKind> {
 }
 
 /// The plurals of the core group (`""`, `v1`).
-pub fn core_plurals() -> impl Iterator<Item = &'static str> {
+pub fn core_plurals() -> impl Iterator<Item = &'static str> + Clone {
     BUILTIN
         .iter()
         .filter(|b| b.group.is_empty())
         .map(|b| b.plural)
 }
 
+/// The plural of `known` that `plural` most likely means: the one it is the singular of
+/// (`resourcequota` → `resourcequotas`, `ingress` → `ingresses`), else the closest by spelling.
+/// `None` when none is near. Used offline for the core group and against discovery.
+pub fn plural_meant<'a>(
+    plural: &str,
+    known: impl IntoIterator<Item = &'a str> + Clone,
+) -> Option<&'a str> {
+    let plural = plural.to_ascii_lowercase();
+    known
+        .clone()
+        .into_iter()
+        .find(|p| {
+            p.strip_suffix('s') == Some(plural.as_str())
+                || p.strip_suffix("es") == Some(plural.as_str())
+        })
+        .or_else(|| crate::suggest::closest(&plural, known))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plural_meant_is_the_plural_form_else_the_nearest_spelling() {
+        assert_eq!(
+            plural_meant("resourcequota", core_plurals()),
+            Some("resourcequotas")
+        );
+        assert_eq!(
+            plural_meant("confgmaps", core_plurals()),
+            Some("configmaps")
+        );
+        assert_eq!(
+            plural_meant("ingress", ["ingresses", "ingressclasses"]),
+            Some("ingresses")
+        );
+        assert_eq!(plural_meant("banana", core_plurals()), None);
+    }
 
     #[test]
     fn kinds_resolve_to_group_and_plural() {

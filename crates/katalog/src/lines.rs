@@ -100,6 +100,11 @@ impl LineIndex {
         index
     }
 
+    /// Whether the document has `path` itself.
+    pub fn has(&self, path: &str) -> bool {
+        self.lines.contains_key(path)
+    }
+
     /// The line of `path`, or of its nearest ancestor the index knows.
     pub fn line_of(&self, path: &str) -> Option<usize> {
         let mut p = path.to_string();

@@ -214,6 +214,34 @@ pub fn load_file(path: &Path) -> Result<Katalog, Problems> {
     load_str(&text, path)
 }
 
+/// `findings` about the Katalog file `file` (checks made after loading it, such as `ork validate
+/// --cluster`'s), each with the line of its field.
+pub fn locate(file: &Path, findings: Vec<Finding>) -> Vec<Problem> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let indexes: Vec<LineIndex> = split_documents(&text)
+        .into_iter()
+        .map(|(doc, first)| LineIndex::build(doc, first))
+        .collect();
+    findings
+        .into_iter()
+        .map(|f| {
+            // The document that declares the field's entry (`spec.crds.NAME`), else the first.
+            let entry: String = f.path.split('.').take(3).collect::<Vec<_>>().join(".");
+            let index = indexes
+                .iter()
+                .find(|i| i.has(&entry))
+                .or_else(|| indexes.first());
+            Problem {
+                file: file.to_path_buf(),
+                line: index.and_then(|i| i.line_of(&f.path)),
+                path: f.path,
+                message: f.message,
+                hint: f.hint,
+            }
+        })
+        .collect()
+}
+
 fn too_large(size: u64) -> String {
     format!(
         "the file is {size} bytes; a Katalog may be at most {} MiB",

@@ -11,24 +11,28 @@ pub fn closest<'a>(got: &str, known: impl IntoIterator<Item = &'a str>) -> Optio
         .map(|(_, k)| k)
 }
 
-/// Levenshtein distance over chars.
+/// Edit distance over chars where swapping two neighbours is one edit (optimal string
+/// alignment): `noet` is one edit from `note`, as a typist sees it.
 fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(row[j]).min(cur)
-            };
-            prev = cur;
+    // Three rows: two back (for a swap), the previous one and the current one.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut row: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        row[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (prev[j] + 1).min(row[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
         }
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut row);
     }
-    row[b.len()]
+    prev[b.len()]
 }
 
 #[cfg(test)]
@@ -45,6 +49,13 @@ mod tests {
             closest("managedResource", ["managedResources"]),
             Some("managedResources")
         );
+    }
+
+    #[test]
+    fn two_letters_swapped_are_one_typo() {
+        assert_eq!(distance("noet", "note"), 1);
+        assert_eq!(distance("kitten", "sitting"), 3);
+        assert_eq!(closest("nmae", ["name", "namespace"]), Some("name"));
     }
 
     #[test]

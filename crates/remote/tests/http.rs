@@ -5,6 +5,7 @@ use std::time::Duration;
 use ork_remote::{Call, CallError, Credential, HttpTransport};
 use ork_test_support::fake_service::{FakeService, Reply};
 
+#[allow(dead_code)] // this file uses the raw server's answers only
 mod support;
 
 fn call<'a>(url: &'a str, credential: Option<&'a Credential>, max_bytes: u64) -> Call<'a> {

@@ -58,6 +58,17 @@ impl Template {
         out
     }
 
+    /// The field chains the template reads from the data it renders over (`{{ .spec.team }}`
+    /// and `{{ $.spec.team }}` read `["spec", "team"]`), sorted and unique. Chains inside
+    /// `with` and `range` bodies, where `.` is something else, are left out.
+    pub fn fields(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        parse::root_fields(&self.nodes, true, &mut out);
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The notes this template was loaded with, if any.
     pub fn notes(&self) -> Option<&Notes> {
         self.notes.as_deref()

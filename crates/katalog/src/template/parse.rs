@@ -697,6 +697,53 @@ fn for_each_pipe<'a>(nodes: &'a [Node], visit: &mut impl FnMut(&'a Pipe)) {
     }
 }
 
+/// The field chains `nodes` read from the root data: `.a.b` while `.` is the root (`root`),
+/// `$.a.b` anywhere.
+pub(crate) fn root_fields(nodes: &[Node], root: bool, out: &mut Vec<Vec<String>>) {
+    fn pipe(p: &Pipe, root: bool, out: &mut Vec<Vec<String>>) {
+        for a in p.cmds.iter().flat_map(|c| &c.args) {
+            match a {
+                Arg::Field(chain) if root && !chain.is_empty() => out.push(chain.clone()),
+                Arg::Var(name, chain) if name == "$" && !chain.is_empty() => {
+                    out.push(chain.clone())
+                }
+                Arg::Sub(sub, _) => pipe(sub, root, out),
+                _ => {}
+            }
+        }
+    }
+    for n in nodes {
+        match n {
+            Node::Text(_) | Node::Break | Node::Continue => {}
+            Node::Action(p) => pipe(p, root, out),
+            Node::If {
+                pipe: p,
+                then,
+                otherwise,
+            } => {
+                pipe(p, root, out);
+                root_fields(then, root, out);
+                root_fields(otherwise, root, out);
+            }
+            // The body sees the pipeline's value (or each item) as `.`.
+            Node::With {
+                pipe: p,
+                then: body,
+                otherwise,
+            }
+            | Node::Range {
+                pipe: p,
+                body,
+                otherwise,
+            } => {
+                pipe(p, root, out);
+                root_fields(body, false, out);
+                root_fields(otherwise, root, out);
+            }
+        }
+    }
+}
+
 /// Whether a node list reads or sets the variable `name`.
 pub(crate) fn uses_variable(nodes: &[Node], name: &str) -> bool {
     let mut used = false;

@@ -12,9 +12,7 @@ fn core_plural(f: &mut Findings, mp: &str, plural: &str) {
     if crate::kinds::by_plural("", plural).is_some() {
         return;
     }
-    // `plural` is lowercase here: the singular, or the plural without its `es`.
-    let near = crate::kinds::core_plurals()
-        .find(|p| p.strip_suffix('s') == Some(plural) || p.strip_suffix("es") == Some(plural));
+    let near = crate::kinds::plural_meant(plural, crate::kinds::core_plurals());
     let hint = match near {
         Some(p) => format!("did you mean `{p}`?"),
         None => format!(

@@ -100,6 +100,25 @@ impl Worker {
         crate::reconcile::probe(&self.ctx, self.ports(), job).await
     }
 
+    /// `ork conform`: the CR as JSON, the request of `job` (a finalize call when `finalizing`)
+    /// and the policy its answer must satisfy; nothing is sent.
+    pub fn probe_request(
+        &self,
+        job: &Job,
+        finalizing: bool,
+    ) -> Result<(serde_json::Value, Vec<u8>, ork_protocol::Policy), ReconcileError> {
+        crate::reconcile::probe_request(&self.ctx, job, finalizing)
+    }
+
+    /// `ork conform`: sends `body`, a request for `cr`, through the entry's transport.
+    pub async fn probe_send(
+        &self,
+        cr: &serde_json::Value,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, ReconcileError> {
+        crate::reconcile::probe_send(&self.ctx, self.ports(), cr, body).await
+    }
+
     /// Writes what `lane` holds now, in this task (`ork simulate`: deterministic order).
     pub async fn flush_lane(&self, lane: &super::lane::Lane) {
         for later in lane.take(usize::MAX) {

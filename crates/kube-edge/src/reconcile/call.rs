@@ -91,12 +91,39 @@ pub(crate) async fn probe(
     ports: Ports<'_>,
     job: &Job,
 ) -> Result<(Vec<u8>, Policy), ReconcileError> {
+    let (cr, body, policy) = probe_request(ctx, job, false)?;
+    let answer = call(ctx, ports, ports.transport, &cr, body).await?;
+    Ok((answer, policy))
+}
+
+/// `ork check` and `ork conform`: the CR as JSON, the request `ork run` would send for `job`
+/// (a finalize call when `finalizing`), and the policy its answer must satisfy.
+///
+/// # Errors
+/// A CR without a uid, or a request that cannot be built.
+pub(crate) fn probe_request(
+    ctx: &EntryContext,
+    job: &Job,
+    finalizing: bool,
+) -> Result<(Value, Vec<u8>, Policy), ReconcileError> {
     let owner = ctx
         .owner(&job.cr)
         .ok_or_else(|| ReconcileError::Request("the CR has no metadata.uid".into()))?;
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
-    let body = request::build(ctx, job, &cr, false)?;
-    let answer = call(ctx, ports, ports.transport, &cr, body).await?;
-    Ok((answer, ctx.policy(&owner)))
+    let body = request::build(ctx, job, &cr, finalizing)?;
+    Ok((cr, body, ctx.policy(&owner)))
+}
+
+/// `ork conform`: sends `body` (a request [`probe_request`] built, perhaps altered) for `cr`.
+///
+/// # Errors
+/// The call failed.
+pub(crate) async fn probe_send(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    cr: &Value,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, ReconcileError> {
+    call(ctx, ports, ports.transport, cr, body).await
 }

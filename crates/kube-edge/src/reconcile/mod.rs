@@ -29,7 +29,7 @@ use crate::index::OwnWrites;
 use crate::ports::Owner;
 
 use call::ask;
-pub(crate) use call::probe;
+pub(crate) use call::{probe, probe_request, probe_send};
 pub(crate) use exchange::Exchange;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use plan::Plan;

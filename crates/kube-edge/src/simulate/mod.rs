@@ -18,6 +18,7 @@ use crate::reconcile::Success;
 
 mod check;
 mod memory;
+mod probe;
 mod types;
 mod world;
 
@@ -26,6 +27,7 @@ pub use check::{Checked, check};
 #[cfg(test)]
 pub(crate) use memory::MemoryCluster;
 pub use memory::{Change, diff, merge};
+pub use probe::{Built, Prober, Sent, Unbuilt};
 pub use world::{SimulateError, SimulateOptions};
 use world::{build_entries, place_child, place_cr};
 
