@@ -11,6 +11,9 @@ Routes:
       carrying spec.value, one per update strategy (hooks v1).
   /reservation/sync, /reservation/finalize Reservation: a ConfigMap; deletion is held until the
       parent carries the annotation example.ork.dev/release: "yes".
+  /decorate/sync                           DecoratorController on Services it does not own
+      (hooks v2): a label, an annotation with the port count, a ConfigMap listing the ports,
+      and the label "stale" removed.
 
 Standard library only. Listens on 127.0.0.1:$PORT (or --port; 0 picks one) and prints it.
 """
@@ -83,12 +86,26 @@ def reservation_finalize(request):
     return answer
 
 
+def decorate_sync(request):
+    service = request["object"]
+    name = service["metadata"]["name"]
+    ports = service.get("spec", {}).get("ports", [])
+    listed = ",".join(str(p.get("port")) for p in ports)
+    return {
+        "labels": {"decorated-by": "ork-example", "stale": None},
+        "annotations": {"example.ork.dev/ports": str(len(ports))},
+        "attachments": [{"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": f"{name}-ports"}, "data": {"ports": listed}}],
+    }
+
+
 ROUTES = {
     "/aggregate/customize": aggregate_customize,
     "/aggregate/sync": aggregate_sync,
     "/strategies/sync": strategies_sync,
     "/reservation/sync": reservation_sync,
     "/reservation/finalize": reservation_finalize,
+    "/decorate/sync": decorate_sync,
 }
 
 

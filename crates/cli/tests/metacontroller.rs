@@ -17,7 +17,7 @@ use kube::{Client, ResourceExt};
 use ork_test_support::{
     TestNamespace, apply_yaml, client, resolve, wait_crd_established, wait_for,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 use common::{WAIT, spawn_ork};
 
@@ -355,5 +355,106 @@ async fn a_controller_created_while_ork_runs_is_served_finalizes_and_stops_when_
     );
     let r2 = reservations_here.get("r2").await?;
     assert!(r2.finalizers().is_empty(), "{:?}", r2.finalizers());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_decorator_labels_annotates_and_attaches_to_objects_it_does_not_own() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let hooks = Hooks::start()?;
+    let dir = dir(&ns.name)?;
+    let file = hooks.controllers("decorator.yaml", &dir)?;
+    let _ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    let service = |name: &str, labels: Value, annotations: Value| {
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}})
+        .to_string()
+    };
+    apply_yaml(
+        &client,
+        &service("web", json!({"decorate": "yes", "stale": "x"}), json!({})),
+        &ns.name,
+    )
+    .await?;
+    apply_yaml(&client, &service("plain", json!({}), json!({})), &ns.name).await?;
+    apply_yaml(
+        &client,
+        &service(
+            "skipped",
+            json!({"decorate": "yes"}),
+            json!({"example.ork.dev/skip": "true"}),
+        ),
+        &ns.name,
+    )
+    .await?;
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), &ns.name);
+    let web = wait_for("web decorated", WAIT, || async {
+        let s = services.get("web").await.ok()?;
+        let labels = s.labels();
+        (labels.get("decorated-by").map(String::as_str) == Some("ork-example")
+            && !labels.contains_key("stale"))
+        .then_some(s)
+    })
+    .await?;
+    assert_eq!(
+        web.annotations()
+            .get("example.ork.dev/ports")
+            .map(String::as_str),
+        Some("2")
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let attached = wait_for("web's attachment", WAIT, || async {
+        cms.get_opt("web-ports").await.ok()?
+    })
+    .await?;
+    assert_eq!(
+        attached
+            .data
+            .clone()
+            .unwrap_or_default()
+            .get("ports")
+            .map(String::as_str),
+        Some("80,443")
+    );
+    let owner = attached
+        .owner_references()
+        .first()
+        .cloned()
+        .context("owner")?;
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Service", "web")
+    );
+    assert_eq!(owner.uid, web.uid().unwrap_or_default());
+    assert_eq!(owner.controller, Some(true));
+    assert_eq!(
+        attached
+            .annotations()
+            .get("metacontroller.k8s.io/decorator-controller")
+            .map(String::as_str),
+        Some("service-ports")
+    );
+    // Nothing of ork's own on an object it only decorates: no conditions, no health annotation.
+    let status = serde_json::to_value(&web.status)?;
+    assert!(
+        status.get("conditions").is_none_or(Value::is_null),
+        "{status}"
+    );
+    assert!(
+        !web.annotations()
+            .contains_key("orkestra.orkspace.io/health")
+    );
+    // What the selectors leave out is left alone.
+    for name in ["plain", "skipped"] {
+        let s = services.get(name).await?;
+        assert!(
+            !s.labels().contains_key("decorated-by"),
+            "{name} was decorated"
+        );
+        assert!(cms.get_opt(&format!("{name}-ports")).await?.is_none());
+    }
     Ok(())
 }

@@ -12,15 +12,16 @@ use ork_protocol::metacontroller::HookVersion;
 use serde_json::{Map, Value, json};
 
 use crate::model::CrdEntry;
-pub use crate::model::composite::{ChildRule, Composite, Hook, UpdateMethod};
+pub use crate::model::composite::{ChildRule, Composite, Decoration, Hook, Selector, UpdateMethod};
 
 /// The API group and version of Metacontroller's objects.
 pub const API_VERSION: &str = "metacontroller.k8s.io/v1alpha1";
 
 /// Why a controller object cannot run, with the field it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("CompositeController {controller}: {field}: {message}")]
+#[error("{kind} {controller}: {field}: {message}")]
 pub struct ControllerError {
+    pub kind: String,
     pub controller: String,
     pub field: String,
     pub message: String,
@@ -29,6 +30,201 @@ pub struct ControllerError {
 /// Metacontroller's default hook timeout.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Reads a controller object (as JSON): a `CompositeController` is one entry, a
+/// `DecoratorController` one per resource type it decorates.
+///
+/// # Errors
+/// Another kind, a missing or misshapen field, or one ork refuses, with the field and the reason.
+pub fn parse_controller(object: &Value) -> Result<Vec<Composite>, ControllerError> {
+    match object.get("kind").and_then(Value::as_str) {
+        Some("DecoratorController") => Composite::parse_decorator(object),
+        _ => Composite::parse(object).map(|c| vec![c]),
+    }
+}
+
+/// What both controller kinds share, read from `spec`.
+struct Common {
+    name: String,
+    version: HookVersion,
+    sync: Hook,
+    finalize: Option<Hook>,
+    customize: Option<Hook>,
+    children: Vec<ChildRule>,
+    resync_period: Option<std::time::Duration>,
+}
+
+/// Reports a problem of the controller `name` (of `kind`) at `field`.
+fn failure(kind: &str, name: &str, field: &str, message: String) -> ControllerError {
+    ControllerError {
+        kind: kind.to_string(),
+        controller: if name.is_empty() {
+            "(no name)".into()
+        } else {
+            name.to_string()
+        },
+        field: field.to_string(),
+        message,
+    }
+}
+
+/// The name, hooks, child rules (under `children_key`) and resync of a controller of `kind`.
+fn common(
+    object: &Value,
+    kind: &str,
+    fields: &[&str],
+    children_key: &str,
+) -> Result<(Common, Map<String, Value>), ControllerError> {
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let fail = |field: &str, message: String| failure(kind, &name, field, message);
+    if name.is_empty() {
+        return Err(fail("metadata.name", "is required".into()));
+    }
+    let found = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if found != kind {
+        return Err(fail(
+            "kind",
+            format!(
+                "{found:?} is not a Metacontroller controller (CompositeController, DecoratorController)"
+            ),
+        ));
+    }
+    let spec = object
+        .get("spec")
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or_else(|| fail("spec", "is required".into()))?;
+    known(&spec, fields)
+        .map_err(|k| fail(&format!("spec.{k}"), format!("is not a {kind} field")))?;
+    let mut children = Vec::new();
+    for (i, c) in spec
+        .get(children_key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let at = format!("spec.{children_key}[{i}]");
+        let c = c
+            .as_object()
+            .ok_or_else(|| fail(&at, "must be an object".into()))?;
+        known(c, &["apiVersion", "resource", "updateStrategy"]).map_err(|k| {
+            fail(
+                &format!("{at}.{k}"),
+                format!("is not a {children_key} field"),
+            )
+        })?;
+        let method = match c.pointer_str("updateStrategy", "method") {
+            None | Some("" | "OnDelete") => UpdateMethod::OnDelete,
+            Some("Recreate") => UpdateMethod::Recreate,
+            Some("InPlace") => UpdateMethod::InPlace,
+            Some(m @ ("RollingRecreate" | "RollingInPlace")) => {
+                return Err(fail(
+                    &format!("{at}.updateStrategy.method"),
+                    format!(
+                        "{m} needs Metacontroller's ControllerRevisions, which ork does not support; use {} (the same change, all children at once)",
+                        m.trim_start_matches("Rolling")
+                    ),
+                ));
+            }
+            Some(other) => {
+                return Err(fail(
+                    &format!("{at}.updateStrategy.method"),
+                    format!("unknown method {other:?} (OnDelete, Recreate or InPlace)"),
+                ));
+            }
+        };
+        if c.get("updateStrategy")
+            .and_then(|s| s.get("statusChecks"))
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(fail(
+                &format!("{at}.updateStrategy.statusChecks"),
+                "only applies to rolling updates, which ork does not support".into(),
+            ));
+        }
+        children.push(ChildRule {
+            api_version: text(c, "apiVersion")
+                .ok_or_else(|| fail(&format!("{at}.apiVersion"), "is required".into()))?,
+            resource: text(c, "resource")
+                .ok_or_else(|| fail(&format!("{at}.resource"), "is required".into()))?,
+            method,
+        });
+    }
+    let hooks = spec
+        .get("hooks")
+        .and_then(Value::as_object)
+        .ok_or_else(|| fail("spec.hooks", "needs a sync hook".into()))?;
+    for k in ["preUpdateChild", "postUpdateChild"] {
+        if hooks.get(k).is_some_and(|v| !v.is_null()) {
+            return Err(fail(
+                &format!("spec.hooks.{k}"),
+                "belongs to rolling updates, which ork does not support".into(),
+            ));
+        }
+    }
+    known(
+        hooks,
+        &[
+            "sync",
+            "finalize",
+            "customize",
+            "preUpdateChild",
+            "postUpdateChild",
+        ],
+    )
+    .map_err(|k| fail(&format!("spec.hooks.{k}"), "is not a hook".into()))?;
+    let hook = |k: &str| -> Result<Option<(Hook, HookVersion)>, ControllerError> {
+        match hooks.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(h) => parse_hook(h)
+                .map(Some)
+                .map_err(|(field, message)| fail(&format!("spec.hooks.{k}.{field}"), message)),
+        }
+    };
+    let (sync, version) =
+        hook("sync")?.ok_or_else(|| fail("spec.hooks.sync", "is required".into()))?;
+    let finalize = hook("finalize")?.map(|(h, _)| h);
+    let customize = hook("customize")?.map(|(h, _)| h);
+    let resync_period = match spec.get("resyncPeriodSeconds") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(0) => None,
+            Some(s) if s <= 365 * 24 * 3600 => Some(std::time::Duration::from_secs(s)),
+            _ => {
+                return Err(fail(
+                    "spec.resyncPeriodSeconds",
+                    format!("{v} is not a whole number of seconds up to a year"),
+                ));
+            }
+        },
+    };
+    let common = Common {
+        name,
+        version,
+        sync,
+        finalize,
+        customize,
+        children,
+        resync_period,
+    };
+    Ok((common, spec))
+}
+
+fn text(m: &Map<String, Value>, k: &str) -> Option<String> {
+    m.get(k)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
 impl Composite {
     /// Reads a `CompositeController` object (as JSON).
     ///
@@ -36,39 +232,10 @@ impl Composite {
     /// A missing or misshapen field, or one ork refuses (rolling update strategies, revision
     /// history, child update hooks, label selector expressions), each with the reason.
     pub fn parse(object: &Value) -> Result<Composite, ControllerError> {
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let fail = |field: &str, message: String| ControllerError {
-            controller: if name.is_empty() {
-                "(no name)".into()
-            } else {
-                name.clone()
-            },
-            field: field.to_string(),
-            message,
-        };
-        if name.is_empty() {
-            return Err(fail("metadata.name", "is required".into()));
-        }
-        let kind = object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if kind != "CompositeController" {
-            return Err(fail(
-                "kind",
-                format!("{kind:?} is not run by ork yet (only CompositeController)"),
-            ));
-        }
-        let spec = object
-            .get("spec")
-            .and_then(Value::as_object)
-            .ok_or_else(|| fail("spec", "is required".into()))?;
-        known(
-            spec,
+        const KIND: &str = "CompositeController";
+        let (common, spec) = common(
+            object,
+            KIND,
             &[
                 "parentResource",
                 "childResources",
@@ -76,13 +243,9 @@ impl Composite {
                 "resyncPeriodSeconds",
                 "generateSelector",
             ],
-        )
-        .map_err(|k| {
-            fail(
-                &format!("spec.{k}"),
-                "is not a CompositeController field".into(),
-            )
-        })?;
+            "childResources",
+        )?;
+        let fail = |field: &str, message: String| failure(KIND, &common.name, field, message);
         let parent = spec
             .get("parentResource")
             .and_then(Value::as_object)
@@ -108,15 +271,12 @@ impl Composite {
                 "rolling updates through ControllerRevisions are not supported by ork; remove it (children are then updated by their own updateStrategy)".into(),
             ));
         }
-        let text = |m: &Map<String, Value>, k: &str, at: &str| {
-            m.get(k)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| fail(&format!("{at}.{k}"), "is required".into()))
+        let required = |k: &str| {
+            text(parent, k)
+                .ok_or_else(|| fail(&format!("spec.parentResource.{k}"), "is required".into()))
         };
-        let parent_api_version = text(parent, "apiVersion", "spec.parentResource")?;
-        let parent_resource = text(parent, "resource", "spec.parentResource")?;
+        let parent_api_version = required("apiVersion")?;
+        let parent_resource = required("resource")?;
         let parent_labels = match parent.get("labelSelector") {
             None | Some(Value::Null) => BTreeMap::new(),
             Some(Value::Object(sel)) => {
@@ -136,126 +296,101 @@ impl Composite {
                 ));
             }
         };
-        let ignore_status_changes = parent
-            .get("ignoreStatusChanges")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let mut children = Vec::new();
-        for (i, c) in spec
-            .get("childResources")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            let at = format!("spec.childResources[{i}]");
-            let c = c
-                .as_object()
-                .ok_or_else(|| fail(&at, "must be an object".into()))?;
-            known(c, &["apiVersion", "resource", "updateStrategy"])
-                .map_err(|k| fail(&format!("{at}.{k}"), "is not a childResources field".into()))?;
-            let method = match c.pointer_str("updateStrategy", "method") {
-                None | Some("" | "OnDelete") => UpdateMethod::OnDelete,
-                Some("Recreate") => UpdateMethod::Recreate,
-                Some("InPlace") => UpdateMethod::InPlace,
-                Some(m @ ("RollingRecreate" | "RollingInPlace")) => {
-                    return Err(fail(
-                        &format!("{at}.updateStrategy.method"),
-                        format!(
-                            "{m} needs Metacontroller's ControllerRevisions, which ork does not support; use {} (the same change, all children at once)",
-                            m.trim_start_matches("Rolling")
-                        ),
-                    ));
-                }
-                Some(other) => {
-                    return Err(fail(
-                        &format!("{at}.updateStrategy.method"),
-                        format!("unknown method {other:?} (OnDelete, Recreate or InPlace)"),
-                    ));
-                }
-            };
-            if c.get("updateStrategy")
-                .and_then(|s| s.get("statusChecks"))
-                .is_some_and(|v| !v.is_null())
-            {
-                return Err(fail(
-                    &format!("{at}.updateStrategy.statusChecks"),
-                    "only applies to rolling updates, which ork does not support".into(),
-                ));
-            }
-            children.push(ChildRule {
-                api_version: text(c, "apiVersion", &at)?,
-                resource: text(c, "resource", &at)?,
-                method,
-            });
-        }
-        let hooks = spec
-            .get("hooks")
-            .and_then(Value::as_object)
-            .ok_or_else(|| fail("spec.hooks", "needs a sync hook".into()))?;
-        for k in ["preUpdateChild", "postUpdateChild"] {
-            if hooks.get(k).is_some_and(|v| !v.is_null()) {
-                return Err(fail(
-                    &format!("spec.hooks.{k}"),
-                    "belongs to rolling updates, which ork does not support".into(),
-                ));
-            }
-        }
-        known(
-            hooks,
-            &[
-                "sync",
-                "finalize",
-                "customize",
-                "preUpdateChild",
-                "postUpdateChild",
-            ],
-        )
-        .map_err(|k| fail(&format!("spec.hooks.{k}"), "is not a hook".into()))?;
-        let hook = |k: &str| -> Result<Option<(Hook, HookVersion)>, ControllerError> {
-            match hooks.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(h) => parse_hook(h)
-                    .map(Some)
-                    .map_err(|(field, message)| fail(&format!("spec.hooks.{k}.{field}"), message)),
-            }
-        };
-        let (sync, version) =
-            hook("sync")?.ok_or_else(|| fail("spec.hooks.sync", "is required".into()))?;
-        let finalize = hook("finalize")?.map(|(h, _)| h);
-        let customize = hook("customize")?.map(|(h, _)| h);
-        let resync_period = match spec.get("resyncPeriodSeconds") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(0) => None,
-                Some(s) if s <= 365 * 24 * 3600 => Some(std::time::Duration::from_secs(s)),
-                _ => {
-                    return Err(fail(
-                        "spec.resyncPeriodSeconds",
-                        format!("{v} is not a whole number of seconds up to a year"),
-                    ));
-                }
-            },
-        };
         Ok(Composite {
             controller: object.clone(),
-            version,
-            sync,
-            finalize,
-            customize,
+            entry_name: common.name.clone(),
+            name: common.name,
+            version: common.version,
+            sync: common.sync,
+            finalize: common.finalize,
+            customize: common.customize,
             parent_api_version,
             parent_resource,
             parent_labels,
-            ignore_status_changes,
-            children,
+            ignore_status_changes: parent
+                .get("ignoreStatusChanges")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            children: common.children,
             generate_selector: spec
                 .get("generateSelector")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            resync_period,
-            name,
+            resync_period: common.resync_period,
+            decorator: None,
         })
+    }
+
+    /// Reads a `DecoratorController` object (as JSON): one entry per resource rule, each
+    /// decorating the objects of its type that its label and annotation selectors select.
+    ///
+    /// # Errors
+    /// A missing or misshapen field, or one ork refuses, with the reason.
+    pub fn parse_decorator(object: &Value) -> Result<Vec<Composite>, ControllerError> {
+        const KIND: &str = "DecoratorController";
+        let (common, spec) = common(
+            object,
+            KIND,
+            &["resources", "attachments", "hooks", "resyncPeriodSeconds"],
+            "attachments",
+        )?;
+        let fail = |field: &str, message: String| failure(KIND, &common.name, field, message);
+        let rules = spec
+            .get("resources")
+            .and_then(Value::as_array)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| fail("spec.resources", "needs at least one resource".into()))?;
+        let mut out = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            let at = format!("spec.resources[{i}]");
+            let r = r
+                .as_object()
+                .ok_or_else(|| fail(&at, "must be an object".into()))?;
+            known(
+                r,
+                &[
+                    "apiVersion",
+                    "resource",
+                    "labelSelector",
+                    "annotationSelector",
+                ],
+            )
+            .map_err(|k| fail(&format!("{at}.{k}"), "is not a resources field".into()))?;
+            let required = |k: &str| {
+                text(r, k).ok_or_else(|| fail(&format!("{at}.{k}"), "is required".into()))
+            };
+            let labels = Selector::from_value(r.get("labelSelector"), "matchLabels")
+                .map_err(|m| fail(&format!("{at}.labelSelector"), m))?;
+            let annotations = Selector::from_value(r.get("annotationSelector"), "matchAnnotations")
+                .map_err(|m| fail(&format!("{at}.annotationSelector"), m))?;
+            let resource = required("resource")?;
+            out.push(Composite {
+                controller: object.clone(),
+                entry_name: if rules.len() == 1 {
+                    common.name.clone()
+                } else {
+                    format!("{}-{resource}", common.name)
+                },
+                name: common.name.clone(),
+                version: common.version,
+                sync: common.sync.clone(),
+                finalize: common.finalize.clone(),
+                customize: common.customize.clone(),
+                parent_api_version: required("apiVersion")?,
+                // The watch selects by labels; expressions and annotations are checked per object.
+                parent_labels: labels.equals.clone(),
+                parent_resource: resource,
+                ignore_status_changes: true,
+                children: common.children.clone(),
+                generate_selector: false,
+                resync_period: common.resync_period,
+                decorator: Some(Decoration {
+                    labels,
+                    annotations,
+                }),
+            });
+        }
+        Ok(out)
     }
 
     /// The entry ork runs for this controller; `parent_kind` and `parent_namespaced` are what
@@ -277,8 +412,7 @@ impl Composite {
                     .api_version
                     .split_once('/')
                     .unwrap_or(("", c.api_version.as_str()));
-                let mut m = json!({"group": group, "version": version, "plural": c.resource,
-                    "adopt": true});
+                let mut m = json!({"group": group, "version": version, "plural": c.resource});
                 if !parent_namespaced {
                     m["namespaces"] = json!([ork_protocol::ANY_NAMESPACE]);
                     m["clusterScoped"] = json!(true);
@@ -300,7 +434,11 @@ impl Composite {
             reconcile["resync"] = json!(format!("{}s", period.as_secs()));
         }
         let entry = json!({
-            "description": format!("Metacontroller CompositeController {}", self.name),
+            "description": format!(
+                "Metacontroller {} {}",
+                if self.decorator.is_some() { "DecoratorController" } else { "CompositeController" },
+                self.name
+            ),
             "apiTypes": {"group": self.parent_group(), "version": self.parent_version(),
                 "kind": parent_kind, "plural": self.parent_resource},
             "namespaced": parent_namespaced,
@@ -497,6 +635,38 @@ mod tests {
             let e = Composite::parse(&controller(spec)).expect_err("refused");
             assert_eq!(e.field, field, "{e}");
         }
+    }
+
+    #[test]
+    fn a_decorator_is_one_entry_per_resource_with_its_selectors() {
+        let object = json!({"apiVersion": API_VERSION, "kind": "DecoratorController",
+            "metadata": {"name": "dec"},
+            "spec": {"resources": [
+                {"apiVersion": "v1", "resource": "services", "labelSelector": {"matchLabels": {"a": "1"}},
+                 "annotationSelector": {"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]}},
+                {"apiVersion": "apps/v1", "resource": "deployments"}],
+             "attachments": [{"apiVersion": "v1", "resource": "configmaps"}],
+             "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:1/sync"}}}}});
+        let entries = parse_controller(&object).expect("parses");
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].entry_name, "dec-services");
+        assert_eq!(entries[1].parent_api_version, "apps/v1");
+        assert_eq!(
+            entries[0].finalizer(),
+            "metacontroller.io/decoratorcontroller-dec"
+        );
+        let d = entries[0].decorator.as_ref().expect("decorator");
+        assert!(d.labels.matches(|k| (k == "a").then_some("1")));
+        assert!(!d.annotations.matches(|k| (k == "skip").then_some("yes")));
+        assert_eq!(
+            entries[0].parent_labels.get("a").map(String::as_str),
+            Some("1")
+        );
+        let bad = json!({"apiVersion": API_VERSION, "kind": "DecoratorController",
+            "metadata": {"name": "dec"}, "spec": {"resources": [],
+            "hooks": {"sync": {"webhook": {"url": "http://x"}}}}});
+        let e = parse_controller(&bad).expect_err("no resources");
+        assert_eq!(e.field, "spec.resources");
     }
 
     #[test]

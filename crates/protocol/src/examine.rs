@@ -190,6 +190,7 @@ pub(crate) fn examine(body: &[u8], policy: &Policy) -> Examination {
         events,
         finalized,
         warnings,
+        decoration: None,
     })
 }
 

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use crate::intent::short;
 use crate::json;
+pub use crate::response::Decoration;
 use crate::response::ResponseError;
 
 /// The hook API version of a controller's hooks (`hooks.sync.version`): how `children` and
@@ -117,10 +118,21 @@ pub fn customize_request(controller: &Value, parent: &Value) -> Value {
     json!({"controller": controller, "parent": parent})
 }
 
-/// The fields of a sync hook's answer; `events` is ork's addition.
+/// The fields of a CompositeController's sync hook answer; `events` is ork's addition.
 const FIELDS: [&str; 5] = [
     "status",
     "children",
+    "resyncAfterSeconds",
+    "finalized",
+    "events",
+];
+
+/// The fields of a DecoratorController's sync hook answer; `events` is ork's addition.
+const DECORATOR_FIELDS: [&str; 7] = [
+    "labels",
+    "annotations",
+    "status",
+    "attachments",
     "resyncAfterSeconds",
     "finalized",
     "events",
@@ -130,33 +142,15 @@ const FIELDS: [&str; 5] = [
 /// ork's to write).
 const CONDITION_FIELDS: [&str; 4] = ["type", "status", "reason", "message"];
 
-/// A sync hook's answer as the answer of SPEC §2.2: `children` → `resources` (missing: none),
-/// `status` whole (missing: empty, so the keys it held go), its `conditions` list merged by
-/// type, `resyncAfterSeconds` → `requeueAfter` (at least a second), `finalized` as is.
+/// A CompositeController's sync hook answer as the answer of SPEC §2.2: `children` →
+/// `resources` (missing: none), `status` whole (missing: empty, so the keys it held go), its
+/// `conditions` list merged by type, `resyncAfterSeconds` → `requeueAfter` (at least a
+/// second), `finalized` as is.
 ///
 /// # Errors
 /// Not a JSON object, a repeated key, a field of the wrong type, or (v2) an unknown field.
 pub fn answer(body: &[u8], version: HookVersion) -> Result<Vec<u8>, ResponseError> {
-    let parsed = json::parse(body).map_err(|e| ResponseError::Malformed(e.to_string()))?;
-    if let Some(place) = parsed.repeated_keys.first() {
-        return Err(ResponseError::Malformed(format!(
-            "{place} appears twice; a JSON object must not repeat a key (the last one would silently win)"
-        )));
-    }
-    let Value::Object(mut top) = parsed.value else {
-        return Err(ResponseError::Malformed(format!(
-            "the hook's answer must be a JSON object, got {}",
-            short(&parsed.value)
-        )));
-    };
-    if version == HookVersion::V2
-        && let Some(key) = top.keys().find(|k| !FIELDS.contains(&k.as_str()))
-    {
-        return Err(ResponseError::Malformed(format!(
-            "unknown field \"{key}\" in a v2 hook answer (fields: {})",
-            FIELDS.join(", ")
-        )));
-    }
+    let mut top = object_of(body, version, &FIELDS)?;
     let mut out = Map::new();
     let mut status = match top.remove("status") {
         None | Some(Value::Null) => Map::new(),
@@ -186,12 +180,116 @@ pub fn answer(body: &[u8], version: HookVersion) -> Result<Vec<u8>, ResponseErro
         Some(other) => return Err(wrong("status.conditions", "a list", &other)),
     }
     out.insert("status".into(), Value::Object(status));
-    let children = match top.remove("children") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(list)) => list,
-        Some(other) => return Err(wrong("children", "a list", &other)),
+    out.insert(
+        "resources".into(),
+        Value::Array(list_of(&mut top, "children")?),
+    );
+    finish(top, out)
+}
+
+/// A DecoratorController's sync hook answer: the answer of SPEC §2.2 (`attachments` →
+/// `resources`, missing: none; `status` only when given, as Metacontroller leaves it alone on
+/// `null`) and the labels and annotations for the decorated object.
+///
+/// # Errors
+/// Not a JSON object, a repeated key, a field of the wrong type (a label that is neither a
+/// string nor `null`), or (v2) an unknown field.
+pub fn decorator_answer(
+    body: &[u8],
+    version: HookVersion,
+) -> Result<(Vec<u8>, Decoration), ResponseError> {
+    let mut top = object_of(body, version, &DECORATOR_FIELDS)?;
+    let mut out = Map::new();
+    match top.remove("status") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            out.insert("status".into(), Value::Object(m));
+        }
+        Some(other) => return Err(wrong("status", "an object", &other)),
+    }
+    out.insert(
+        "resources".into(),
+        Value::Array(list_of(&mut top, "attachments")?),
+    );
+    let mut strings = |field: &str| -> Result<Map<String, Value>, ResponseError> {
+        match top.remove(field) {
+            None | Some(Value::Null) => Ok(Map::new()),
+            Some(Value::Object(m)) => {
+                if let Some((k, v)) = m.iter().find(|(_, v)| !(v.is_string() || v.is_null())) {
+                    return Err(wrong(&format!("{field}.{k}"), "a string or null", v));
+                }
+                Ok(m)
+            }
+            Some(other) => Err(wrong(field, "an object", &other)),
+        }
     };
-    out.insert("resources".into(), Value::Array(children));
+    let decoration = Decoration {
+        labels: strings("labels")?,
+        annotations: strings("annotations")?,
+    };
+    Ok((finish(top, out)?, decoration))
+}
+
+/// A decorator's sync or finalize request for `object`.
+pub fn decorator_request(
+    controller: &Value,
+    object: &Value,
+    attachments: ObjectMap,
+    related: ObjectMap,
+    finalizing: bool,
+) -> Value {
+    json!({
+        "controller": controller,
+        "object": object,
+        "attachments": attachments,
+        "related": related,
+        "finalizing": finalizing,
+    })
+}
+
+/// The answer's top-level object; v2 refuses fields other than `fields`.
+fn object_of(
+    body: &[u8],
+    version: HookVersion,
+    fields: &[&str],
+) -> Result<Map<String, Value>, ResponseError> {
+    let parsed = json::parse(body).map_err(|e| ResponseError::Malformed(e.to_string()))?;
+    if let Some(place) = parsed.repeated_keys.first() {
+        return Err(ResponseError::Malformed(format!(
+            "{place} appears twice; a JSON object must not repeat a key (the last one would silently win)"
+        )));
+    }
+    let Value::Object(top) = parsed.value else {
+        return Err(ResponseError::Malformed(format!(
+            "the hook's answer must be a JSON object, got {}",
+            short(&parsed.value)
+        )));
+    };
+    if version == HookVersion::V2
+        && let Some(key) = top.keys().find(|k| !fields.contains(&k.as_str()))
+    {
+        return Err(ResponseError::Malformed(format!(
+            "unknown field \"{key}\" in a v2 hook answer (fields: {})",
+            fields.join(", ")
+        )));
+    }
+    Ok(top)
+}
+
+/// The list under `field` (missing or `null`: empty).
+fn list_of(top: &mut Map<String, Value>, field: &str) -> Result<Vec<Value>, ResponseError> {
+    match top.remove(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(list)) => Ok(list),
+        Some(other) => Err(wrong(field, "a list", &other)),
+    }
+}
+
+/// `resyncAfterSeconds`, `finalized` and `events` of `top` into `out`, encoded.
+fn finish(
+    mut top: Map<String, Value>,
+    mut out: Map<String, Value>,
+) -> Result<Vec<u8>, ResponseError> {
     match top.remove("resyncAfterSeconds") {
         None | Some(Value::Null) => {}
         Some(Value::Number(n)) => {
@@ -403,6 +501,22 @@ mod tests {
             let e = answer(body.to_string().as_bytes(), HookVersion::V1).expect_err("refused");
             assert!(e.to_string().contains(field), "{e}");
         }
+    }
+
+    #[test]
+    fn a_decorator_answer_keeps_status_alone_unless_given_and_names_bad_labels() {
+        let body = json!({"labels": {"a": "1", "gone": null}, "annotations": {"n": "x"},
+            "attachments": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]});
+        let (bytes, d) =
+            decorator_answer(body.to_string().as_bytes(), HookVersion::V2).expect("accepted");
+        let got: Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert!(got.get("status").is_none(), "{got}");
+        assert_eq!(got["resources"][0]["metadata"]["name"], "c");
+        assert_eq!(d.labels["gone"], Value::Null);
+        assert_eq!(d.annotations["n"], "x");
+        let bad = json!({"labels": {"a": 1}});
+        let e = decorator_answer(bad.to_string().as_bytes(), HookVersion::V1).expect_err("refused");
+        assert!(e.to_string().contains("labels.a"), "{e}");
     }
 
     #[test]

@@ -104,6 +104,17 @@ pub struct Decision {
     /// Legal but probably not meant: unknown fields ork ignored (in the answer or in an
     /// intent), values it replaced by Orkestra's defaults. Cleaned text.
     pub warnings: Vec<String>,
+    /// A Metacontroller DecoratorController's labels and annotations for the object it
+    /// decorates (SPEC §15); `None` for every other answer.
+    pub decoration: Option<Decoration>,
+}
+
+/// What a Metacontroller DecoratorController's answer asks of the object it decorates: labels
+/// and annotations to set (a `null` value removes one).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decoration {
+    pub labels: Map<String, Value>,
+    pub annotations: Map<String, Value>,
 }
 
 /// The service's answer as sent (SPEC §2.2), before [`crate::decide`] checks it.

@@ -1,5 +1,6 @@
-//! A Metacontroller CompositeController as ork runs it (SPEC §15): the settings its entry's
-//! reconcile reads. [`crate::metacontroller`] reads them from a controller object.
+//! A Metacontroller controller as ork runs it (SPEC §15): a CompositeController, or one
+//! resource rule of a DecoratorController; the settings its entry's reconcile reads.
+//! [`crate::metacontroller`] reads them from a controller object.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,90 @@ pub enum UpdateMethod {
     Recreate,
     /// A child that differs is updated in place (server-side apply).
     InPlace,
+}
+
+/// A Kubernetes label selector (`matchLabels` and `matchExpressions`), also used for
+/// annotations (a DecoratorController's `annotationSelector`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selector {
+    pub equals: BTreeMap<String, String>,
+    /// `(key, operator, values)`: `In`, `NotIn`, `Exists`, `DoesNotExist`.
+    pub expressions: Vec<(String, String, Vec<String>)>,
+}
+
+impl Selector {
+    /// A selector as written (`matchLabels`, or `matchAnnotations` when `equals_key` says so,
+    /// and `matchExpressions`); `None` or `null` selects everything.
+    ///
+    /// # Errors
+    /// A value that is not a string, or an unknown operator.
+    pub fn from_value(v: Option<&Value>, equals_key: &str) -> Result<Selector, String> {
+        let Some(Value::Object(m)) = v else {
+            return Ok(Selector::default());
+        };
+        let mut out = Selector::default();
+        if let Some(Value::Object(eq)) = m.get(equals_key) {
+            for (k, v) in eq {
+                let v = v
+                    .as_str()
+                    .ok_or_else(|| format!("{equals_key}.{k}: values are strings"))?;
+                out.equals.insert(k.clone(), v.to_string());
+            }
+        }
+        for (i, e) in m
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+            let op = text("operator");
+            if !matches!(op, "In" | "NotIn" | "Exists" | "DoesNotExist") {
+                return Err(format!(
+                    "matchExpressions[{i}].operator {op:?} is not In, NotIn, Exists or DoesNotExist"
+                ));
+            }
+            let values = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| {
+                    v.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.expressions
+                .push((text("key").to_string(), op.to_string(), values));
+        }
+        Ok(out)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.equals.is_empty() && self.expressions.is_empty()
+    }
+
+    /// Whether the map `get` reads (labels or annotations) is selected.
+    pub fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.equals.iter().all(|(k, v)| get(k) == Some(v.as_str()))
+            && self.expressions.iter().all(|(k, op, values)| {
+                let has = |v: &str| values.iter().any(|x| x == v);
+                match (op.as_str(), get(k)) {
+                    ("In", Some(v)) => has(v),
+                    ("NotIn", Some(v)) => !has(v),
+                    ("NotIn" | "DoesNotExist", None) | ("Exists", Some(_)) => true,
+                    _ => false,
+                }
+            })
+    }
+}
+
+/// What a DecoratorController's entry adds: which objects of its resource type it decorates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decoration {
+    pub labels: Selector,
+    pub annotations: Selector,
 }
 
 /// A hook endpoint: where and how long to wait.
@@ -69,12 +154,23 @@ pub struct Composite {
     /// every desired child), not by the parent's `spec.selector`.
     pub generate_selector: bool,
     pub resync_period: Option<std::time::Duration>,
+    /// Set for a DecoratorController's resource rule: the objects it decorates (its "parents")
+    /// are not its own; `children` are its `attachments`.
+    pub decorator: Option<Decoration>,
+    /// The entry's name: the controller's, with the resource added when a DecoratorController
+    /// decorates more than one type.
+    pub entry_name: String,
 }
 
 impl Composite {
     /// The finalizer Metacontroller puts on parents (so a parent it held is released by ork).
     pub fn finalizer(&self) -> String {
-        format!("metacontroller.io/compositecontroller-{}", self.name)
+        let kind = if self.decorator.is_some() {
+            "decoratorcontroller"
+        } else {
+            "compositecontroller"
+        };
+        format!("metacontroller.io/{kind}-{}", self.name)
     }
 
     /// The parent's API group.

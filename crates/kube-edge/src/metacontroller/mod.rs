@@ -1,5 +1,6 @@
-//! `ork run --metacontroller` (SPEC §15): Metacontroller's CompositeControllers, from files or
-//! watched in the cluster, each run as an entry of its own. A controller created while ork
+//! `ork run --metacontroller` (SPEC §15): Metacontroller's CompositeControllers and
+//! DecoratorControllers, from files or watched in the cluster, each run as entries of their
+//! own (a DecoratorController: one per resource type it decorates). A controller created while ork
 //! runs is served from then on; one changed is restarted with its new spec; one deleted stops
 //! being served. A controller ork cannot run is logged with the field and the reason, and the
 //! others go on.
@@ -14,7 +15,7 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use ork_katalog::ApiTypes;
-use ork_katalog::metacontroller::{API_VERSION, Composite};
+use ork_katalog::metacontroller::{API_VERSION, Composite, parse_controller};
 use ork_remote::HttpTransport;
 use serde_json::Value;
 use tokio::task::AbortHandle;
@@ -23,6 +24,14 @@ use tracing::Instrument;
 use crate::controller::{RunError, RunOptions, start_entry};
 use crate::discovery::wait_for_cr_type;
 use crate::runtime::Runtime;
+
+/// A controller object's running entries.
+struct Running {
+    /// The spec they run (a change restarts them).
+    spec: Value,
+    tasks: Vec<AbortHandle>,
+    entries: Vec<String>,
+}
 
 /// Metacontroller's CRDs, installed when absent.
 const CRDS: &str = include_str!("crds.yaml");
@@ -53,15 +62,17 @@ impl Runtime {
             Controllers::Files(objects) => {
                 let mut tasks = tokio::task::JoinSet::new();
                 for object in &objects {
-                    let composite = Composite::parse(object)
+                    let entries = parse_controller(object)
                         .map_err(|e| RunError::Controller(e.to_string()))?;
-                    let serve = self.serve(
-                        client.clone(),
-                        Arc::new(composite),
-                        http.clone(),
-                        options.clone(),
-                    );
-                    tasks.spawn(serve);
+                    for composite in entries {
+                        let serve = self.serve(
+                            client.clone(),
+                            Arc::new(composite),
+                            http.clone(),
+                            options.clone(),
+                        );
+                        tasks.spawn(serve);
+                    }
                 }
                 while tasks.join_next().await.is_some() {}
                 Ok(())
@@ -73,33 +84,40 @@ impl Runtime {
         }
     }
 
-    /// Watches CompositeControllers and keeps one entry running per controller.
+    /// Watches CompositeControllers and DecoratorControllers and keeps their entries running:
+    /// one per CompositeController, one per resource rule of a DecoratorController.
     async fn follow(
         &self,
         client: Client,
         http: HttpTransport,
         options: RunOptions,
     ) -> Result<(), RunError> {
-        let gvk = GroupVersionKind::gvk("metacontroller.k8s.io", "v1alpha1", "CompositeController");
-        let resource = ApiResource::from_gvk_with_plural(&gvk, "compositecontrollers");
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let mut running: BTreeMap<String, (Value, AbortHandle)> = BTreeMap::new();
-        let mut events = watcher(api, watcher::Config::default()).boxed();
-        while let Some(event) = events.next().await {
+        let watch = |kind: &str, plural: &str| {
+            let gvk = GroupVersionKind::gvk("metacontroller.k8s.io", "v1alpha1", kind);
+            let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let kind = kind.to_string();
+            watcher(api, watcher::Config::default()).map(move |e| (kind.clone(), e))
+        };
+        let mut events = futures::stream::select(
+            watch("CompositeController", "compositecontrollers").boxed(),
+            watch("DecoratorController", "decoratorcontrollers").boxed(),
+        );
+        let mut running: BTreeMap<(String, String), Running> = BTreeMap::new();
+        while let Some((kind, event)) = events.next().await {
             let object = match event {
                 Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => o,
                 Ok(watcher::Event::Delete(o)) => {
                     let name = o.name_any();
-                    if let Some((_, task)) = running.remove(&name) {
-                        task.abort();
-                        self.remove_entry(&name);
-                        tracing::info!(controller = %name, "CompositeController deleted; no longer served");
+                    if let Some(gone) = running.remove(&(kind.clone(), name.clone())) {
+                        self.stop(gone);
+                        tracing::info!(controller = %name, %kind, "controller deleted; no longer served");
                     }
                     continue;
                 }
                 Ok(_) => continue,
                 Err(e) => {
-                    tracing::warn!(error = %e, "watching CompositeControllers");
+                    tracing::warn!(error = %e, %kind, "watching Metacontroller's controllers");
                     continue;
                 }
             };
@@ -112,31 +130,47 @@ impl Runtime {
                 m.remove("managedFields");
             }
             let spec = value.get("spec").cloned().unwrap_or(Value::Null);
-            if running.get(&name).is_some_and(|(s, _)| *s == spec) {
+            let at = (kind.clone(), name.clone());
+            if running.get(&at).is_some_and(|r| r.spec == spec) {
                 continue;
             }
-            if let Some((_, task)) = running.remove(&name) {
-                task.abort();
-                self.remove_entry(&name);
-                tracing::info!(controller = %name, "CompositeController changed; restarting it");
+            if let Some(changed) = running.remove(&at) {
+                self.stop(changed);
+                tracing::info!(controller = %name, %kind, "controller changed; restarting it");
             }
-            match Composite::parse(&value) {
-                Ok(composite) => {
-                    let serve = self.serve(
-                        client.clone(),
-                        Arc::new(composite),
-                        http.clone(),
-                        options.clone(),
-                    );
-                    let task = tokio::spawn(serve);
-                    running.insert(name, (spec, task.abort_handle()));
+            match parse_controller(&value) {
+                Ok(entries) => {
+                    let mut started = Running {
+                        spec,
+                        tasks: Vec::new(),
+                        entries: Vec::new(),
+                    };
+                    for composite in entries {
+                        started.entries.push(composite.entry_name.clone());
+                        let serve = self.serve(
+                            client.clone(),
+                            Arc::new(composite),
+                            http.clone(),
+                            options.clone(),
+                        );
+                        started.tasks.push(tokio::spawn(serve).abort_handle());
+                    }
+                    running.insert(at, started);
                 }
-                Err(e) => {
-                    tracing::error!(controller = %name, error = %e, "CompositeController not run")
-                }
+                Err(e) => tracing::error!(controller = %name, error = %e, "controller not run"),
             }
         }
         Ok(())
+    }
+
+    /// Stops a controller's entries.
+    fn stop(&self, running: Running) {
+        for task in running.tasks {
+            task.abort();
+        }
+        for entry in running.entries {
+            self.remove_entry(&entry);
+        }
     }
 
     /// Runs one controller: waits for its parent type, then runs its entry.
@@ -148,7 +182,7 @@ impl Runtime {
         options: RunOptions,
     ) -> impl Future<Output = ()> + Send + 'static {
         let runtime = self.clone();
-        let name = composite.name.clone();
+        let name = composite.entry_name.clone();
         let span = tracing::info_span!("entry", entry = %name);
         async move {
             let types = ApiTypes {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kube::Resource;
-use ork_katalog::metacontroller::Composite;
+use ork_katalog::metacontroller::{Composite, Selector};
 use ork_protocol::metacontroller::{self as mc, ObjectMap};
 use ork_protocol::{Decision, Policy};
 use serde_json::{Map, Value};
@@ -16,6 +16,31 @@ use crate::error::ReconcileError;
 
 /// The label `generateSelector` selects children by, set to the parent's UID.
 const CONTROLLER_UID: &str = "controller-uid";
+
+/// The annotation naming the DecoratorController that made an attachment.
+const DECORATOR: &str = "metacontroller.k8s.io/decorator-controller";
+
+/// Why a DecoratorController does not decorate `cr` (its label or annotation selector does not
+/// select it); `None` when it does, or for any other entry.
+pub(super) fn unselected(ctx: &EntryContext, cr: &kube::core::DynamicObject) -> Option<String> {
+    let decoration = ctx.composite()?.decorator.as_ref()?;
+    let meta = cr.meta();
+    let labels = meta.labels.as_ref();
+    let annotations = meta.annotations.as_ref();
+    if !decoration
+        .labels
+        .matches(|k| labels.and_then(|m| m.get(k)).map(String::as_str))
+    {
+        return Some("the decorator's labelSelector does not select it".into());
+    }
+    if !decoration
+        .annotations
+        .matches(|k| annotations.and_then(|m| m.get(k)).map(String::as_str))
+    {
+        return Some("the decorator's annotationSelector does not select it".into());
+    }
+    None
+}
 
 /// The objects the customize hook relates to the parent `cr` (empty without a customize hook),
 /// read fresh from the API server: namespaced parents see their own namespace only.
@@ -105,14 +130,25 @@ pub(super) fn request(
     {
         m.remove("managedFields");
     }
-    serde_json::to_vec(&mc::sync_request(
-        &composite.controller,
-        &parent,
-        children,
-        related,
-        finalizing,
-    ))
-    .map_err(|e| ReconcileError::Request(format!("encoding the hook request: {e}")))
+    let request = if composite.decorator.is_some() {
+        mc::decorator_request(
+            &composite.controller,
+            &parent,
+            children,
+            related,
+            finalizing,
+        )
+    } else {
+        mc::sync_request(
+            &composite.controller,
+            &parent,
+            children,
+            related,
+            finalizing,
+        )
+    };
+    serde_json::to_vec(&request)
+        .map_err(|e| ReconcileError::Request(format!("encoding the hook request: {e}")))
 }
 
 /// The hook's `answer` as a decision: translated, checked whole against `policy`, then held to
@@ -131,6 +167,26 @@ pub(super) fn decide(
 ) -> Result<Decision, ReconcileError> {
     let rejected =
         |e: &dyn std::fmt::Display| ReconcileError::InvalidResponse(redact(&e.to_string()));
+    if composite.decorator.is_some() {
+        let (body, decoration) =
+            mc::decorator_answer(answer, composite.version).map_err(|e| rejected(&e))?;
+        let mut decision = ork_protocol::decide(&body, policy).map_err(|e| rejected(&e))?;
+        // Metacontroller marks each attachment with the decorator that made it.
+        for child in decision.resources.iter_mut().flatten() {
+            if let Some(meta) = child
+                .object
+                .pointer_mut("/metadata")
+                .and_then(Value::as_object_mut)
+                && let Value::Object(annotations) = meta
+                    .entry("annotations")
+                    .or_insert_with(|| Value::Object(Map::new()))
+            {
+                annotations.insert(DECORATOR.into(), Value::String(composite.name.clone()));
+            }
+        }
+        decision.decoration = Some(decoration);
+        return Ok(decision);
+    }
     let body = mc::answer(answer, composite.version).map_err(|e| rejected(&e))?;
     let mut decision = ork_protocol::decide(&body, policy).map_err(|e| rejected(&e))?;
     if decision.finalized || job.cr.meta().deletion_timestamp.is_some() {
@@ -140,11 +196,11 @@ pub(super) fn decide(
     let selector = if composite.generate_selector {
         let uid = job.cr.meta().uid.clone().unwrap_or_default();
         Selector {
-            labels: BTreeMap::from([(CONTROLLER_UID.to_string(), uid)]),
+            equals: BTreeMap::from([(CONTROLLER_UID.to_string(), uid)]),
             expressions: Vec::new(),
         }
     } else {
-        Selector::of_parent(cr).map_err(ReconcileError::InvalidResponse)?
+        parent_selector(cr).map_err(ReconcileError::InvalidResponse)?
     };
     for child in decision.resources.iter_mut().flatten() {
         let labels = child
@@ -159,11 +215,11 @@ pub(super) fn decide(
             continue;
         };
         if composite.generate_selector && !labels.contains_key(CONTROLLER_UID) {
-            for (k, v) in &selector.labels {
+            for (k, v) in &selector.equals {
                 labels.insert(k.clone(), Value::String(v.clone()));
             }
         }
-        if !selector.matches(labels) {
+        if !selector.matches(|k| labels.get(k).and_then(Value::as_str)) {
             return Err(ReconcileError::InvalidResponse(format!(
                 "labels on desired child {} {} don't match the parent's selector",
                 child.managed.kind, child.name
@@ -173,73 +229,17 @@ pub(super) fn decide(
     Ok(decision)
 }
 
-/// A parent's `spec.selector`: `matchLabels` and `matchExpressions`.
-struct Selector {
-    labels: BTreeMap<String, String>,
-    expressions: Vec<(String, String, Vec<String>)>,
-}
-
-impl Selector {
-    /// The selector of `parent`; Metacontroller refuses an empty one (it would select
-    /// everything).
-    fn of_parent(parent: &Value) -> Result<Selector, String> {
-        let sel = parent.pointer("/spec/selector");
-        let labels: BTreeMap<String, String> = sel
-            .and_then(|s| s.get("matchLabels"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let expressions: Vec<(String, String, Vec<String>)> = sel
-            .and_then(|s| s.get("matchExpressions"))
-            .and_then(Value::as_array)
-            .map(|list| {
-                list.iter()
-                    .filter_map(|e| {
-                        let key = e.get("key")?.as_str()?.to_string();
-                        let op = e.get("operator")?.as_str()?.to_string();
-                        let values = e
-                            .get("values")
-                            .and_then(Value::as_array)
-                            .map(|v| {
-                                v.iter()
-                                    .filter_map(|x| x.as_str().map(str::to_string))
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        Some((key, op, values))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if labels.is_empty() && expressions.is_empty() {
-            return Err(
-                "the parent's .spec.selector must have matchLabels, matchExpressions or both (or the controller sets generateSelector: true)".into(),
-            );
-        }
-        Ok(Selector {
-            labels,
-            expressions,
-        })
+/// A parent's `spec.selector`; Metacontroller refuses an empty one (it would select
+/// everything).
+fn parent_selector(parent: &Value) -> Result<Selector, String> {
+    let selector = Selector::from_value(parent.pointer("/spec/selector"), "matchLabels")
+        .map_err(|e| format!("the parent's .spec.selector: {e}"))?;
+    if selector.is_empty() {
+        return Err(
+            "the parent's .spec.selector must have matchLabels, matchExpressions or both (or the controller sets generateSelector: true)".into(),
+        );
     }
-
-    fn matches(&self, labels: &Map<String, Value>) -> bool {
-        let get = |k: &str| labels.get(k).and_then(Value::as_str);
-        self.labels.iter().all(|(k, v)| get(k) == Some(v.as_str()))
-            && self.expressions.iter().all(|(k, op, values)| {
-                let has = |v: &str| values.iter().any(|x| x == v);
-                match (op.as_str(), get(k)) {
-                    ("In", Some(v)) => has(v),
-                    ("In", None) => false,
-                    ("NotIn", Some(v)) => !has(v),
-                    ("NotIn", None) | ("DoesNotExist", None) | ("Exists", Some(_)) => true,
-                    _ => false,
-                }
-            })
-    }
+    Ok(selector)
 }
 
 fn namespace_of(cr: &Value) -> Option<&str> {
@@ -258,19 +258,17 @@ mod tests {
         let parent = json!({"spec": {"selector": {"matchLabels": {"app": "a"},
             "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "api"]},
                 {"key": "legacy", "operator": "DoesNotExist"}]}}});
-        let s = Selector::of_parent(&parent).expect("selector");
-        let labels = |v: Value| v.as_object().cloned().expect("object");
-        assert!(s.matches(&labels(json!({"app": "a", "tier": "web"}))));
-        assert!(!s.matches(&labels(json!({"app": "a", "tier": "db"}))));
-        assert!(!s.matches(&labels(json!({"app": "a", "tier": "web", "legacy": "y"}))));
-        assert!(!s.matches(&labels(json!({"tier": "web"}))));
+        let s = parent_selector(&parent).expect("selector");
+        let selects = |v: Value| s.matches(|k| v.get(k).and_then(Value::as_str));
+        assert!(selects(json!({"app": "a", "tier": "web"})));
+        assert!(!selects(json!({"app": "a", "tier": "db"})));
+        assert!(!selects(json!({"app": "a", "tier": "web", "legacy": "y"})));
+        assert!(!selects(json!({"tier": "web"})));
     }
 
     #[test]
     fn an_empty_selector_is_refused_as_metacontroller_does() {
-        let e = Selector::of_parent(&json!({"spec": {}}))
-            .err()
-            .expect("refused");
+        let e = parent_selector(&json!({"spec": {}})).expect_err("refused");
         assert!(e.contains("generateSelector"), "{e}");
     }
 }

@@ -66,6 +66,13 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             .reconciled(&ctx.name, "gated", started.elapsed());
         return Done::early(Ok(Success::Gated(why)), own);
     }
+    // A DecoratorController leaves alone what its selectors do not select.
+    if undecodable.is_none()
+        && let Some(why) = hooks::unselected(ctx, &job.cr)
+    {
+        tracing::debug!(reason = %why, "not decorated");
+        return Done::early(Ok(Success::Gated(why)), own);
+    }
     let mut plan = Plan::default();
     let mut exchange = Exchange::default();
     let result = match undecodable {

@@ -50,6 +50,9 @@ pub(super) async fn record(
     job: &Job,
     outcome: Outcome<'_>,
 ) -> Recorded {
+    if ctx.composite().is_some_and(|c| c.decorator.is_some()) {
+        return decorated(ctx, ports, job, &outcome).await;
+    }
     let cr = job.cr.as_ref();
     let error = outcome
         .error
@@ -112,17 +115,7 @@ pub(super) async fn record(
         }
     }
     for e in decision.map_or(&[][..], |d| d.events.as_slice()) {
-        events.push(Event {
-            type_: if e.type_ == "Warning" {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: clean(&e.reason, 128),
-            note: Some(clean(&ports.transport.redact(&e.message), ERROR_TEXT)),
-            action: "Reconcile".into(),
-            secondary: None,
-        });
+        events.push(service_event(e, ports));
     }
     let at = CrRef::of(cr);
     let mut status_failed = None;
@@ -133,6 +126,95 @@ pub(super) async fn record(
         status_failed = Some(e);
     }
     let later = Later::new(at, metadata(ctx, cr, annotations), events);
+    Recorded {
+        later: (!later.is_empty()).then_some(later),
+        status_failed,
+    }
+}
+
+/// After a DecoratorController's reconcile (SPEC §15): the object it decorates is not ork's,
+/// so ork writes on it only what the hook asked for (labels and annotations, and its status
+/// when the hook returned one: replaced whole), and tells failures by events alone.
+async fn decorated(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    outcome: &Outcome<'_>,
+) -> Recorded {
+    let cr = job.cr.as_ref();
+    let kind = &ctx.cr_resource.kind;
+    let mut events = Vec::new();
+    let mut metadata = None;
+    let mut status_failed = None;
+    match (outcome.error, outcome.decision) {
+        (Some(e), _) => events.push(warning(
+            kind,
+            &clean(&ports.transport.redact(&e.to_string()), ERROR_TEXT),
+        )),
+        (None, Some(decision)) => {
+            if let Some(d) = &decision.decoration {
+                let changes = |want: &Map<String, Value>, have: Option<&std::collections::BTreeMap<String, String>>| {
+                    want.iter()
+                        .filter(|(k, v)| match (v.as_str(), have.and_then(|h| h.get(*k))) {
+                            (None, None) => false,
+                            (Some(w), Some(h)) => w != h,
+                            _ => true,
+                        })
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect::<Map<String, Value>>()
+                };
+                let labels = changes(&d.labels, cr.metadata.labels.as_ref());
+                let annotations = changes(&d.annotations, cr.metadata.annotations.as_ref());
+                let mut patch = Map::new();
+                if !labels.is_empty() {
+                    patch.insert("labels".into(), Value::Object(labels));
+                }
+                if !annotations.is_empty() {
+                    patch.insert("annotations".into(), Value::Object(annotations));
+                }
+                metadata = (!patch.is_empty()).then_some(patch);
+            }
+            if let Some(want) = &decision.status {
+                let want = redact_map(want, ports);
+                let have = cr.data.get("status").and_then(Value::as_object);
+                let mut patch: Map<String, Value> = have
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| !want.contains_key(*k))
+                    .map(|(k, _)| (k.clone(), Value::Null))
+                    .collect();
+                for (k, v) in &want {
+                    if have.and_then(|h| h.get(k)) != Some(v) {
+                        patch.insert(k.clone(), v.clone());
+                    }
+                }
+                if !patch.is_empty()
+                    && let Err(e) = ports
+                        .cluster
+                        .patch_status(&CrRef::of(cr), &json!({ "status": patch }))
+                        .await
+                {
+                    tracing::warn!(error = %e, "status not written");
+                    status_failed = Some(e);
+                }
+            }
+            if outcome.changed_children {
+                events.push(Event {
+                    type_: EventType::Normal,
+                    reason: "Decorated".into(),
+                    note: Some(format!(
+                        "{} attachments brought to what its sync hook wants",
+                        ctx.name
+                    )),
+                    action: "Reconcile".into(),
+                    secondary: None,
+                });
+            }
+            events.extend(decision.events.iter().map(|e| service_event(e, ports)));
+        }
+        (None, None) => {}
+    }
+    let later = Later::new(CrRef::of(cr), metadata, events);
     Recorded {
         later: (!later.is_empty()).then_some(later),
         status_failed,
@@ -153,6 +235,21 @@ pub(crate) async fn record_failure(
         elapsed: Duration::ZERO,
     };
     record(ctx, ports, job, outcome).await.later
+}
+
+/// An event the service asked for, cleaned and without the credential.
+fn service_event(e: &ork_protocol::ServiceEvent, ports: Ports<'_>) -> Event {
+    Event {
+        type_: if e.type_ == "Warning" {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: clean(&e.reason, 128),
+        note: Some(clean(&ports.transport.redact(&e.message), ERROR_TEXT)),
+        action: "Reconcile".into(),
+        secondary: None,
+    }
 }
 
 pub(super) fn warning(kind: &str, message: &str) -> Event {
