@@ -180,9 +180,12 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Generate(Generate::Rbac { katalog, target }) => {
-            crate::generate::rbac(&katalog, &target.names())
-        }
+        Command::Generate(Generate::Rbac {
+            katalog,
+            controllers,
+            metacontroller,
+            target,
+        }) => crate::generate::rbac(&katalog, &target.names(), &controllers, metacontroller),
         Command::Retry {
             target,
             namespace,
@@ -230,6 +233,14 @@ enum Generate {
         /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
         #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]
         katalog: PathBuf,
+        /// Also grant what the Metacontroller controllers in these files need: their parent
+        /// and child types, cluster-wide (never `*`).
+        #[arg(long = "controllers", value_name = "FILE")]
+        controllers: Vec<PathBuf>,
+        /// Also grant what `ork run --metacontroller` needs to watch the cluster's controllers
+        /// and install their CRDs (their types still come from --controllers).
+        #[arg(long)]
+        metacontroller: bool,
         #[command(flatten)]
         target: Target,
     },

@@ -20,8 +20,26 @@ pub struct Names {
 /// Where the bundle mounts the Katalog (and the files it names, at the same relative paths).
 const MOUNT: &str = "/etc/ork";
 
-pub fn rbac(katalog_path: &Path, names: &Names) -> ExitCode {
-    let result = load(katalog_path).and_then(|k| rbac_objects(&k, katalog_path, names));
+/// `ork generate rbac`: for the Katalog, the Metacontroller controllers in `controllers`, and
+/// (`metacontroller`) watching the cluster's controllers.
+pub fn rbac(
+    katalog_path: &Path,
+    names: &Names,
+    controllers: &[PathBuf],
+    metacontroller: bool,
+) -> ExitCode {
+    let with = metacontroller || !controllers.is_empty();
+    let result = crate::controllers::katalog_or_none(katalog_path, with)
+        .map_err(|problems| anyhow::anyhow!("{problems}"))
+        .and_then(|k| crate::controllers::with_controllers(k, controllers))
+        .and_then(|k| {
+            let extra = if metacontroller {
+                ork_kube::permissions::metacontroller_rules()
+            } else {
+                Vec::new()
+            };
+            rbac_objects_with(&k, katalog_path, names, &extra)
+        });
     finish("rbac", result)
 }
 
@@ -141,7 +159,18 @@ impl RbacPlan {
 /// # Errors
 /// As [`RbacPlan::derive`].
 pub fn rbac_objects(katalog: &Katalog, katalog_path: &Path, names: &Names) -> Result<Vec<Value>> {
-    let plan = RbacPlan::derive(katalog, katalog_path, &names.namespace)?;
+    rbac_objects_with(katalog, katalog_path, names, &[])
+}
+
+/// [`rbac_objects`] with `extra` rules granted too.
+fn rbac_objects_with(
+    katalog: &Katalog,
+    katalog_path: &Path,
+    names: &Names,
+    extra: &[Rule],
+) -> Result<Vec<Value>> {
+    let mut plan = RbacPlan::derive(katalog, katalog_path, &names.namespace)?;
+    plan.cluster.extend(extra.iter().map(rule_json));
     let subjects =
         json!([{"kind": "ServiceAccount", "name": names.name, "namespace": names.namespace}]);
     let mut docs = vec![

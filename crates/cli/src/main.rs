@@ -3,6 +3,7 @@
 mod args;
 mod cli;
 mod conform;
+mod controllers;
 mod e2e;
 mod explain;
 mod generate;

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use ork_katalog::load_file;
 use ork_kube::client::Protocol;
 use ork_kube::leader::{Elector, LeaseConfig};
 use ork_kube::permissions;
@@ -21,16 +20,11 @@ use crate::args::RunArgs;
 pub fn run(args: RunArgs) -> ExitCode {
     init_logging(args.log_json, &args.log_level);
     let with_controllers = args.metacontroller || !args.controllers.is_empty();
-    let katalog = if with_controllers && !args.katalog.exists() {
-        // Metacontroller's controllers alone: no Katalog entries.
-        no_entries()
-    } else {
-        match load_file(&args.katalog) {
-            Ok(k) => k,
-            Err(problems) => {
-                eprintln!("{problems}");
-                return ExitCode::FAILURE;
-            }
+    let katalog = match crate::controllers::katalog_or_none(&args.katalog, with_controllers) {
+        Ok(k) => k,
+        Err(problems) => {
+            eprintln!("{problems}");
+            return ExitCode::FAILURE;
         }
     };
     let runtime = match async_runtime(args.threads, args.wake_nap) {
@@ -49,17 +43,6 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-/// A Katalog without entries, for `ork run` with Metacontroller's controllers only.
-fn no_entries() -> ork_katalog::Katalog {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": ork_katalog::API_VERSION,
-        "kind": "Katalog",
-        "metadata": {"name": "metacontroller"},
-        "spec": {"crds": {}}
-    }))
-    .expect("an empty Katalog always decodes")
-}
-
 /// The Metacontroller controllers `ork run` was given: read from `--controllers` files, or
 /// watched with `--metacontroller`.
 fn controllers(args: &RunArgs) -> Result<Option<ork_kube::metacontroller::Controllers>> {
@@ -70,13 +53,9 @@ fn controllers(args: &RunArgs) -> Result<Option<ork_kube::metacontroller::Contro
     if args.controllers.is_empty() {
         return Ok(None);
     }
-    let mut objects = Vec::new();
-    for file in &args.controllers {
-        let docs = ork_kube::install::documents(file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        objects.extend(docs.into_iter().filter(|d| d.get("kind").is_some()));
-    }
-    Ok(Some(Controllers::Files(objects)))
+    Ok(Some(Controllers::Files(crate::controllers::objects(
+        &args.controllers,
+    )?)))
 }
 
 /// One thread, as linkerd's proxy by default: ork waits on the API server and the services far
@@ -136,17 +115,20 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         ),
     }
     // Do not start half-blind: every permission the Katalog implies, or a list of what is missing.
-    let needed = permissions::rules(
-        &katalog,
+    let mut needed = permissions::rules(
+        &crate::controllers::with_controllers(katalog.clone(), &args.controllers)?,
         &options.ork_namespace,
         args.leader_elect || args.shards > 1,
     );
+    if args.metacontroller {
+        needed.extend(permissions::metacontroller_rules());
+    }
     let missing = permissions::missing(&client, &needed)
         .await
         .context("checking ork's permissions (SelfSubjectAccessReview)")?;
     if !missing.is_empty() {
         bail!(
-            "ork lacks {} permission(s) this Katalog needs:\n  {}\ngenerate the RBAC that grants them with: ork generate rbac -k {} | kubectl apply -f -",
+            "ork lacks {} permission(s) this Katalog (and its controllers) need:\n  {}\ngenerate the RBAC that grants them with: ork generate rbac -k {} (with the same --controllers and --metacontroller) | kubectl apply -f -",
             missing.len(),
             missing.join("\n  "),
             args.katalog.display()

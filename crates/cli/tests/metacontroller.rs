@@ -458,3 +458,77 @@ async fn a_decorator_labels_annotates_and_attaches_to_objects_it_does_not_own() 
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn generated_rbac_for_the_controllers_is_enough_and_names_no_wildcard() -> Result<()> {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+
+    let admin = client().await?;
+    install_parent_crds(&admin).await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let home = TestNamespace::create(&admin).await?;
+    let hooks = Hooks::start()?;
+    let dir = dir(&ns.name)?;
+    let file = hooks.controllers("controllers.yaml", &dir)?;
+    let name = format!("ork-{}", ns.name);
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["generate", "rbac", "-k"])
+        .arg(dir.join("no-katalog.yaml"))
+        .arg("--controllers")
+        .arg(&file)
+        .args([
+            "--metacontroller",
+            "--namespace",
+            &home.name,
+            "--name",
+            &name,
+        ])
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rbac = String::from_utf8(out.stdout)?;
+    assert!(!rbac.contains("'*'") && !rbac.contains("\"*\""), "{rbac}");
+    apply_yaml(&admin, &rbac, &home.name).await?;
+    let result = async {
+        let token = ork_test_support::service_account_token(&admin, &home.name, &name).await?;
+        let kubeconfig = dir.join("kubeconfig");
+        ork_test_support::kubeconfig_with_token(&token, &kubeconfig)?;
+        let ork = spawn_ork(
+            &dir.join("no-katalog.yaml"),
+            &dir.join("rbac.log"),
+            &[
+                "--controllers",
+                file.to_str().context("path")?,
+                &format!("--kubeconfig={}", kubeconfig.display()),
+            ],
+            &[("ORK_NAMESPACE", home.name.as_str())],
+        )?;
+        let rollout = json!({"apiVersion": "example.ork.dev/v1", "kind": "Rollout",
+            "metadata": {"name": "web"}, "spec": {"value": "one"}});
+        apply_yaml(&admin, &rollout.to_string(), &ns.name).await?;
+        let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), &ns.name);
+        wait_for(
+            "the Rollout's children under ork's own RBAC",
+            WAIT,
+            || async { sas.get_opt("web-recreate").await.ok()? },
+        )
+        .await?;
+        let log = ork.log().to_lowercase();
+        assert!(
+            !log.contains("forbidden"),
+            "a request was forbidden:\n{log}"
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    let _ = Api::<ClusterRole>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    result
+}

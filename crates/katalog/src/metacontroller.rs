@@ -42,6 +42,25 @@ pub fn parse_controller(object: &Value) -> Result<Vec<Composite>, ControllerErro
     }
 }
 
+/// The controllers as Katalog entries, for what needs no API server: the RBAC they need (each
+/// parent and child type cluster-wide, as Metacontroller runs them). The parents' kinds are
+/// left empty (only discovery knows them), so these entries are not for running.
+///
+/// # Errors
+/// An entry that does not compile.
+pub fn entries_for_rbac(controllers: &[Composite]) -> Result<BTreeMap<String, CrdEntry>, String> {
+    controllers
+        .iter()
+        .map(|c| {
+            let mut entry = Arc::new(c.clone()).entry("", true)?;
+            // Only discovery knows the parent's scope: granted as for a cluster-scoped one
+            // (cluster-wide, and the key of the marks its namespaced children would carry).
+            entry.namespaced = false;
+            Ok((c.entry_name.clone(), entry))
+        })
+        .collect()
+}
+
 /// What both controller kinds share, read from `spec`.
 struct Common {
     name: String,

@@ -114,6 +114,25 @@ fn rule(
 /// - Auth and TLS Secrets in their namespace, by name.
 /// - A `crdFile`'s CRD by name, to install or update it.
 /// - Managed resources whose plural needs discovery are left out: see [`unresolved`].
+/// What `ork run --metacontroller` needs besides its controllers' types: to watch
+/// Metacontroller's controller objects and to install their CRDs when absent.
+pub fn metacontroller_rules() -> Vec<Rule> {
+    vec![
+        rule(
+            "metacontroller.k8s.io",
+            vec!["compositecontrollers".into(), "decoratorcontrollers".into()],
+            &["get", "list", "watch"],
+            None,
+        ),
+        rule(
+            "apiextensions.k8s.io",
+            vec!["customresourcedefinitions".into()],
+            &["get", "create", "patch"],
+            None,
+        ),
+    ]
+}
+
 pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> {
     let mut out: Vec<Rule> = Vec::new();
     // (namespace, group, plural); `None` is cluster-wide.
