@@ -102,18 +102,6 @@ fn rule(
     }
 }
 
-/// Every rule ork needs for `katalog`; `leases` adds leader election and sharding (their
-/// Leases, listed by the shard protocol) in `ork_namespace`.
-/// Deterministic: the same Katalog always gives the same rules in the same order.
-///
-/// - CRs (and their `status`/`finalizers`), children and events: cluster-wide for an entry that
-///   watches every namespace; in its namespace (and each managed resource's `namespaces`) for
-///   an entry that lives in one (`namespace:`, or `allowedNamespaces` of one namespace), as
-///   `ork run` then watches only there. Cluster-scoped children (built-in kinds, entries of the
-///   Katalog, `clusterScoped: true`) are always cluster-wide.
-/// - Auth and TLS Secrets in their namespace, by name.
-/// - A `crdFile`'s CRD by name, to install or update it.
-/// - Managed resources whose plural needs discovery are left out: see [`unresolved`].
 /// What `ork run --metacontroller` needs besides its controllers' types: to watch
 /// Metacontroller's controller objects and to install their CRDs when absent.
 pub fn metacontroller_rules() -> Vec<Rule> {
@@ -133,6 +121,18 @@ pub fn metacontroller_rules() -> Vec<Rule> {
     ]
 }
 
+/// Every rule ork needs for `katalog`; `leases` adds leader election and sharding (their
+/// Leases, listed by the shard protocol) in `ork_namespace`.
+/// Deterministic: the same Katalog always gives the same rules in the same order.
+///
+/// - CRs (and their `status`/`finalizers`), children and events: cluster-wide for an entry that
+///   watches every namespace; in its namespace (and each managed resource's `namespaces`) for
+///   an entry that lives in one (`namespace:`, or `allowedNamespaces` of one namespace), as
+///   `ork run` then watches only there. Cluster-scoped children (built-in kinds, entries of the
+///   Katalog, `clusterScoped: true`) are always cluster-wide.
+/// - Auth and TLS Secrets in their namespace, by name.
+/// - A `crdFile`'s CRD by name, to install or update it.
+/// - Managed resources whose plural needs discovery are left out: see [`unresolved`].
 pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> {
     let mut out: Vec<Rule> = Vec::new();
     // (namespace, group, plural); `None` is cluster-wide.
