@@ -7,6 +7,8 @@ Routes:
   /aggregate/customize, /aggregate/sync   ConfigMapAggregator (cluster-scoped, hooks v2):
       gathers every ConfigMap labelled as spec.selectLabels asks, in any namespace, into one
       ConfigMap spec.target.namespace/spec.target.name.
+  /propagate/customize, /propagate/sync   GlobalConfigMap (cluster-scoped, hooks v1): copies
+      the ConfigMap spec.source into every namespace labelled spec.namespaceLabel.
   /strategies/sync                         Rollout: a ConfigMap, a Secret and a ServiceAccount
       carrying spec.value, one per update strategy (hooks v1).
   /reservation/sync, /reservation/finalize Reservation: a ConfigMap; deletion is held until the
@@ -48,6 +50,34 @@ def aggregate_sync(request):
     return {"status": {"sources": len(request["related"].get("ConfigMap.v1", {})),
                        "keys": len(data)},
             "children": [child]}
+
+
+def propagate_customize(request):
+    spec = request["parent"]["spec"]
+    return {"relatedResources": [
+        {"apiVersion": "v1", "resource": "namespaces",
+         "labelSelector": {"matchLabels": spec["namespaceLabel"]}},
+        {"apiVersion": "v1", "resource": "configmaps",
+         "namespace": spec["source"]["namespace"], "names": [spec["source"]["name"]]},
+    ]}
+
+
+def propagate_sync(request):
+    parent = request["parent"]
+    source = parent["spec"]["source"]
+    related = request["related"]
+    # v1 keys: cluster-scoped namespaces by name; the source ConfigMap, in another namespace
+    # than the (cluster-scoped) parent's, as namespace/name.
+    found = related.get("ConfigMap.v1", {}).get(f"{source['namespace']}/{source['name']}")
+    if found is None:
+        return {"status": {"copies": 0, "source": "missing"}, "children": []}
+    copies = [
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": parent["metadata"]["name"], "namespace": ns},
+         "data": found.get("data", {})}
+        for ns in sorted(related.get("Namespace.v1", {}))
+    ]
+    return {"status": {"copies": len(copies), "source": "found"}, "children": copies}
 
 
 def strategies_sync(request):
@@ -100,6 +130,8 @@ def decorate_sync(request):
 
 
 ROUTES = {
+    "/propagate/customize": propagate_customize,
+    "/propagate/sync": propagate_sync,
     "/aggregate/customize": aggregate_customize,
     "/aggregate/sync": aggregate_sync,
     "/strategies/sync": strategies_sync,

@@ -96,7 +96,12 @@ async fn install_parent_crds(client: &Client) -> Result<()> {
         "default",
     )
     .await?;
-    for crd in ["configmapaggregators", "rollouts", "reservations"] {
+    for crd in [
+        "configmapaggregators",
+        "globalconfigmaps",
+        "rollouts",
+        "reservations",
+    ] {
         wait_crd_established(client, &format!("{crd}.example.ork.dev")).await?;
     }
     Ok(())
@@ -531,4 +536,109 @@ async fn generated_rbac_for_the_controllers_is_enough_and_names_no_wildcard() ->
         .delete(&name, &DeleteParams::default())
         .await;
     result
+}
+
+#[tokio::test]
+async fn a_cluster_scoped_parent_propagates_a_configmap_into_labelled_namespaces() -> Result<()> {
+    let client = client().await?;
+    install_parent_crds(&client).await?;
+    let source = TestNamespace::create(&client).await?;
+    let (a, b, c) = (
+        TestNamespace::create(&client).await?,
+        TestNamespace::create(&client).await?,
+        TestNamespace::create(&client).await?,
+    );
+    let hooks = Hooks::start()?;
+    let dir = dir(&source.name)?;
+    let file = hooks.controllers("controllers.yaml", &dir)?;
+    let _ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    let label = format!("propagate-{}", source.name);
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let mark = |on: bool| {
+        let label = label.clone();
+        json!({"metadata": {"labels": {label: if on { Some("yes") } else { None }}}})
+    };
+    for ns in [&a.name, &b.name] {
+        namespaces
+            .patch(ns, &PatchParams::default(), &Patch::Merge(&mark(true)))
+            .await?;
+    }
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+        "data": {"level": "debug"}});
+    apply_yaml(&client, &cm.to_string(), &source.name).await?;
+    let parent_name = format!("gcm-{}", source.name);
+    let parent = json!({"apiVersion": "example.ork.dev/v1", "kind": "GlobalConfigMap",
+        "metadata": {"name": parent_name},
+        "spec": {"namespaceLabel": {label.clone(): "yes"},
+                 "source": {"namespace": source.name, "name": "settings"}}});
+    let parents = parents(&client, "GlobalConfigMap").await?;
+    parents
+        .create(&PostParams::default(), &serde_json::from_value(parent)?)
+        .await?;
+    let copy_in = |ns: String| {
+        let client = client.clone();
+        let name = parent_name.clone();
+        async move {
+            Api::<ConfigMap>::namespaced(client, &ns)
+                .get_opt(&name)
+                .await
+                .ok()
+                .flatten()
+        }
+    };
+    for ns in [&a.name, &b.name] {
+        let copy = wait_for("a copy in a labelled namespace", WAIT, || {
+            copy_in(ns.clone())
+        })
+        .await?;
+        assert_eq!(
+            copy.data
+                .unwrap_or_default()
+                .get("level")
+                .map(String::as_str),
+            Some("debug")
+        );
+    }
+    assert!(
+        copy_in(c.name.clone()).await.is_none(),
+        "an unlabelled namespace got a copy"
+    );
+    // Labelling a namespace brings a copy (on the controller's resync); unlabelling takes it.
+    namespaces
+        .patch(&c.name, &PatchParams::default(), &Patch::Merge(&mark(true)))
+        .await?;
+    wait_for("a copy in the newly labelled namespace", WAIT, || {
+        copy_in(c.name.clone())
+    })
+    .await?;
+    namespaces
+        .patch(
+            &a.name,
+            &PatchParams::default(),
+            &Patch::Merge(&mark(false)),
+        )
+        .await?;
+    wait_for("the copy gone from the unlabelled namespace", WAIT, || {
+        let copy = copy_in(a.name.clone());
+        async move { copy.await.is_none().then_some(()) }
+    })
+    .await?;
+    let status = wait_for("the parent's status", WAIT, || async {
+        let p = parents.get(&parent_name).await.ok()?;
+        let s = p.data.get("status")?.clone();
+        (s["copies"] == 2).then_some(s)
+    })
+    .await?;
+    assert_eq!(status["source"], "found", "{status}");
+    parents
+        .delete(&parent_name, &DeleteParams::default())
+        .await?;
+    for ns in [&b.name, &c.name] {
+        wait_for("the copies gone with their parent", WAIT, || {
+            let copy = copy_in(ns.clone());
+            async move { copy.await.is_none().then_some(()) }
+        })
+        .await?;
+    }
+    Ok(())
 }
