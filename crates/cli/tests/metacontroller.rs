@@ -178,7 +178,7 @@ async fn an_aggregator_gathers_related_configmaps_across_namespaces_with_v2_keys
     .await?;
     assert_eq!(status["keys"], 2, "{status}");
     assert_eq!(status["observedGeneration"], 1, "{status}");
-    // A third source is seen on the controller's resync (resyncPeriodSeconds: 2).
+    // A third source syncs the parent: its related objects are watched (no resync is set).
     let three = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "three", "labels": {label.clone(): "yes"}}, "data": {"k": "3"}});
     apply_yaml(&client, &three.to_string(), &b.name).await?;
@@ -603,7 +603,8 @@ async fn a_cluster_scoped_parent_propagates_a_configmap_into_labelled_namespaces
         copy_in(c.name.clone()).await.is_none(),
         "an unlabelled namespace got a copy"
     );
-    // Labelling a namespace brings a copy (on the controller's resync); unlabelling takes it.
+    // Labelling a namespace brings a copy, unlabelling takes it: related objects are watched,
+    // one that stops matching too (no resync is set).
     namespaces
         .patch(&c.name, &PatchParams::default(), &Patch::Merge(&mark(true)))
         .await?;

@@ -14,6 +14,9 @@ pub enum Reason {
     Resync,
     Requeue,
     Retry,
+    /// An object the CR's related-objects rules select changed (a Metacontroller
+    /// controller's customize hook, SPEC §15).
+    Related,
     /// Someone asked for a reconcile now (`ork retry`, the `requested-at` annotation): the
     /// backoff starts over.
     Manual,
@@ -28,7 +31,7 @@ impl Reason {
     pub fn is_fresh(self) -> bool {
         matches!(
             self,
-            Reason::Create | Reason::Update | Reason::Child | Reason::Manual
+            Reason::Create | Reason::Update | Reason::Child | Reason::Related | Reason::Manual
         )
     }
 
@@ -46,6 +49,7 @@ impl Reason {
             Reason::Resync => "resync",
             Reason::Requeue => "requeue",
             Reason::Retry => "retry",
+            Reason::Related => "related",
             Reason::Manual => "manual",
             Reason::Sweep => "sweep",
         }

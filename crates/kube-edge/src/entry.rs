@@ -78,6 +78,8 @@ pub(crate) struct EntryContext {
     /// A Metacontroller controller's finalize and customize hooks, when it has them
     /// ([`Self::with_hooks`]).
     pub hooks: Hooks,
+    /// The related objects its customize hook asks for, watched ([`Self::with_hooks`]).
+    pub related: Option<std::sync::Arc<crate::related::Related>>,
 }
 
 /// The hooks of a Metacontroller controller besides sync (SPEC §15).
@@ -157,6 +159,7 @@ impl EntryContext {
         Ok(EntryContext {
             finalizer,
             hooks: Hooks::default(),
+            related: None,
             mark_key,
             managed_by: name.clone(),
             owner_kind: group_kind(&cr_resource.kind, &cr_resource.api_version),
@@ -185,8 +188,13 @@ impl EntryContext {
     }
 
     /// The entry with a Metacontroller controller's other hooks.
-    pub fn with_hooks(mut self, hooks: Hooks) -> EntryContext {
+    pub fn with_hooks(
+        mut self,
+        hooks: Hooks,
+        related: Option<std::sync::Arc<crate::related::Related>>,
+    ) -> EntryContext {
         self.hooks = hooks;
+        self.related = related;
         self
     }
 

@@ -34,6 +34,7 @@ mod ports;
 mod process;
 mod reconcile;
 mod registry;
+mod related;
 mod runtime;
 mod shard_set;
 pub mod shards;

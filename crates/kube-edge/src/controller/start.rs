@@ -104,6 +104,14 @@ pub(crate) async fn start_entry(
         },
         None => Hooks::default(),
     };
+    // A customize hook's related objects are watched; a change syncs the parents they relate to.
+    let (related, related_requests) = match &hooks.customize {
+        Some(_) => {
+            let (related, requests) = crate::related::Related::new();
+            (Some(Arc::new(related)), Some(requests))
+        }
+        None => (None, None),
+    };
     // Children beyond an owner reference's reach carry ork's mark, with a key every replica
     // shares; an entry without such children needs no key from the cluster.
     let mark_key = if EntryContext::marks_children(&children, cr_namespaced) {
@@ -128,7 +136,7 @@ pub(crate) async fn start_entry(
             mark_key,
         )?
         .of_katalog(&katalog_name)
-        .with_hooks(hooks),
+        .with_hooks(hooks, related.clone()),
     );
     // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
     // else one cluster-wide watch per type. Per scope, ork's children (label selector) and who
@@ -167,6 +175,19 @@ pub(crate) async fn start_entry(
         live.clone(),
     );
     let (inputs, received) = tokio::sync::mpsc::unbounded_channel();
+    let mut related_watch = None;
+    if let (Some(related), Some(requests)) = (related, related_requests) {
+        let inputs = inputs.clone();
+        let sync = move |keys: Vec<String>| {
+            let _ = inputs.send(super::state::Input::Related(keys));
+        };
+        related_watch = Some(crate::related::watch(
+            client.clone(),
+            related,
+            requests,
+            sync,
+        ));
+    }
     let feed = Feed {
         observer: Observer::new(ctx.clone()),
         inputs: inputs.clone(),
@@ -177,6 +198,9 @@ pub(crate) async fn start_entry(
         Arc::new(KubeCluster::new(client.clone(), cr_resource));
     tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
+    if let Some(watch) = related_watch {
+        tasks.spawn(watch.in_current_span());
+    }
     for (index, (type_scopes, holders)) in scopes.into_iter().zip(holder_writers).enumerate() {
         for (scope_index, (scope, holders)) in type_scopes.into_iter().zip(holders).enumerate() {
             let t = ctx.children[index].clone();

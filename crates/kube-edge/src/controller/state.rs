@@ -47,6 +47,8 @@ pub(crate) enum Input {
     Finished(Box<Finished>),
     /// The periodic resync: every CR once.
     Resync,
+    /// Related objects of these CRs changed (a Metacontroller customize hook's).
+    Related(Vec<String>),
     /// This replica now holds `shard` of `total`: each of its objects is reconciled once.
     ShardGained { total: u32, shard: u32 },
     /// The shards held changed, or leadership: look at the queue again.
@@ -210,6 +212,10 @@ impl EntryState {
             }
             Input::Finished(finished) => return self.finished(*finished, now),
             Input::Resync => self.enqueue_where(Reason::Resync, |_| true),
+            Input::Related(keys) => {
+                let keys: std::collections::HashSet<String> = keys.into_iter().collect();
+                self.enqueue_where(Reason::Related, |k| keys.contains(k));
+            }
             Input::ShardGained { total, shard } => {
                 self.enqueue_where(Reason::Resync, |k| shard_of(k, total) == shard);
             }

@@ -27,7 +27,7 @@ pub(super) async fn ask(
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
     if let Some(composite) = ctx.composite() {
-        let related = hooks::related(ctx, ports, composite, &cr).await?;
+        let related = hooks::related(ctx, ports, composite, &job.key, &cr).await?;
         let body = hooks::request(ctx, composite, job, &cr, related, finalizing)?;
         let transport = match (&ctx.hooks.finalize, finalizing) {
             (Some(finalize), true) => finalize.as_ref(),

@@ -51,6 +51,7 @@ pub(super) async fn related(
     ctx: &EntryContext,
     ports: Ports<'_>,
     composite: &Composite,
+    key: &str,
     cr: &Value,
 ) -> Result<ObjectMap, ReconcileError> {
     let mut out = ObjectMap::new();
@@ -65,6 +66,9 @@ pub(super) async fn related(
             customize.redact(&e.to_string())
         ))
     })?;
+    if let Some(watched) = &ctx.related {
+        watched.remember(key, &rules);
+    }
     let parent_namespace = namespace_of(cr);
     for rule in rules {
         if let (Some(parent), Some(want)) = (parent_namespace, rule.namespace.as_deref())
