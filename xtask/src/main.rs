@@ -125,6 +125,11 @@ fn test(args: &[&str]) -> Result<()> {
         "iptables",
         "the reliability tests' faults on a test host's link",
     )?;
+    tools::ensure_debian(
+        "/usr/bin/kubectl",
+        "kubectl",
+        "the tests that read ork's conditions as `kubectl wait` does",
+    )?;
     helm::ensure()?;
     let cluster = cluster::Cluster::new(&version);
     let started = cluster.up()?;

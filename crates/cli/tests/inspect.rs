@@ -498,3 +498,121 @@ async fn each_way_a_cr_fails_names_its_step_says_whether_it_stalls_and_keeps_one
     );
     Ok(())
 }
+
+/// `kubectl wait --for=condition=<condition> webapps.demo.ork.dev/<name>` in `ns` with
+/// `timeout`: whether it succeeded, and what it said.
+fn kubectl_wait(ns: &str, name: &str, condition: &str, timeout: &str) -> Result<(bool, String)> {
+    let out = Command::new("kubectl")
+        .args(["wait", "-n", ns, &format!("--for=condition={condition}")])
+        .arg(format!("--timeout={timeout}"))
+        .arg(format!("webapps.demo.ork.dev/{name}"))
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out.status.success(), text))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cr_whose_service_is_down_says_service_unreachable_and_is_not_stalled() -> Result<()> {
+    // Nothing listens on port 1 of loopback: every call is refused.
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let katalog = katalog(&ns.name, &http("http://127.0.0.1:1/reconcile"), "");
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "down", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let obj = ork_test_support::wait_for("down failing as ServiceUnreachable", WAIT, || async {
+        let obj = api.get("down").await.ok()?;
+        condition(&obj, "Ready")
+            .filter(|(s, r, _)| s == "False" && r == "ServiceUnreachable")
+            .map(|_| obj)
+    })
+    .await?;
+    let (_, _, message) = condition(&obj, "Ready").unwrap_or_default();
+    assert!(message.contains("127.0.0.1:1"), "{message}");
+    assert!(message.contains("cannot connect"), "{message}");
+    // A retry may help once the service is back: Reconciling, not Stalled.
+    assert_eq!(
+        condition(&obj, "Reconciling").map(|(s, _, _)| s).as_deref(),
+        Some("True")
+    );
+    assert!(
+        condition(&obj, "Stalled").is_none(),
+        "{:?}",
+        obj.data["status"]
+    );
+    // kubectl reads the same conditions.
+    let (ok, said) = kubectl_wait(&ns.name, "down", "Reconciling", "20s")?;
+    assert!(ok, "{said}");
+    let (ok, said) = kubectl_wait(&ns.name, "down", "Ready", "2s")?;
+    assert!(!ok, "kubectl wait saw a failing CR Ready: {said}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_the_api_server_forbids_says_apply_forbidden_stalls_and_kubectl_wait_works()
+-> Result<()> {
+    use k8s_openapi::api::rbac::v1::Role;
+
+    let svc = FakeService::start(webapp_answer).await?;
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, CRD, &ns.name).await?;
+    let home = TestNamespace::create(&admin).await?;
+    let dir = std::env::temp_dir().join(format!("ork-forbidden-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("katalog.yaml");
+    std::fs::write(&path, katalog(&ns.name, &http(&svc.url), ""))?;
+    let name = format!("ork-{}", ns.name);
+    let _ork = spawn_ork_with_generated_rbac(&admin, &path, &home.name, &name).await?;
+    create_webapp(&admin, &ns.name, "fine", "nginx:1").await?;
+    let api = webapps(&admin, &ns.name).await?;
+    wait_ready(&api, "fine", "True").await?;
+    let (ok, said) = kubectl_wait(&ns.name, "fine", "Ready", "30s")?;
+    assert!(ok, "kubectl wait --for=condition=Ready: {said}");
+    // ork may no longer write Deployments there (a cluster admin took the right away).
+    let roles: kube::Api<Role> = kube::Api::namespaced(admin.clone(), &ns.name);
+    let mut role = roles.get(&name).await?;
+    role.rules = Some(
+        role.rules
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| {
+                r.resources
+                    .as_ref()
+                    .is_none_or(|res| !res.contains(&"deployments".to_string()))
+            })
+            .collect(),
+    );
+    role.metadata.managed_fields = None;
+    roles.replace(&name, &Default::default(), &role).await?;
+    create_webapp(&admin, &ns.name, "blocked", "nginx:1").await?;
+    let obj = ork_test_support::wait_for("blocked failing as ApplyForbidden", WAIT, || async {
+        let obj = api.get("blocked").await.ok()?;
+        condition(&obj, "Ready")
+            .filter(|(s, r, _)| s == "False" && r == "ApplyForbidden")
+            .map(|_| obj)
+    })
+    .await?;
+    let (_, _, message) = condition(&obj, "Ready").unwrap_or_default();
+    assert!(message.contains("forbidden"), "{message}");
+    assert!(message.contains("deployments"), "{message}");
+    // No retry helps until RBAC changes: Stalled.
+    assert_eq!(
+        condition(&obj, "Stalled").map(|(s, _, _)| s).as_deref(),
+        Some("True")
+    );
+    let (ok, said) = kubectl_wait(&ns.name, "blocked", "Stalled", "20s")?;
+    assert!(ok, "{said}");
+    for kind in ["clusterrole", "clusterrolebinding"] {
+        let _ = Command::new("kubectl")
+            .args(["delete", kind, &name, "--ignore-not-found"])
+            .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+            .output();
+    }
+    Ok(())
+}
