@@ -277,9 +277,15 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
         if let Some(reason) = r["reason"].as_str() {
             let _ = write!(line, " {reason}");
         }
+        if let Some(cause) = r["cause"].as_str() {
+            let _ = write!(line, " ({cause})");
+        }
         let _ = write!(line, "  {} ms", r["durationMs"].as_u64().unwrap_or(0));
         if let Some(call) = r["callMs"].as_u64() {
             let _ = write!(line, " (service {call} ms)");
+        }
+        if let Some(times) = r["times"].as_u64() {
+            let _ = write!(line, "  ×{times} in a row (the last shown)");
         }
         let _ = writeln!(out, "{line}");
     }

@@ -220,7 +220,16 @@ pub(crate) async fn object(
             body,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&text(&r["at"])),
-            esc(&text(&r["trigger"])),
+            esc(&{
+                let mut trigger = text(&r["trigger"]);
+                if let Some(cause) = r["cause"].as_str() {
+                    trigger.push_str(&format!(" ({cause})"));
+                }
+                if let Some(n) = r["times"].as_u64() {
+                    trigger.push_str(&format!(" ×{n}"));
+                }
+                trigger
+            }),
             esc(&text(&r["attempt"])),
             esc(&text(&r["outcome"])),
             esc(&text(&r["reason"])),

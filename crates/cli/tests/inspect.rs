@@ -616,3 +616,43 @@ async fn an_apply_the_api_server_forbids_says_apply_forbidden_stalls_and_kubectl
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_a_child_started_names_the_child_in_the_record_and_in_explain() -> Result<()> {
+    let svc = FakeService::start(webapp_answer).await?;
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let (client, ork) = start(&ns, &svc).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(client.clone(), &ns.name);
+    services.delete("web", &Default::default()).await?;
+    let addr = ork.http().await?;
+    let path = format!("/katalog/webapp/objects/{}/web", ns.name);
+    let token = admin_token()?;
+    let want = format!("Service {}/web deleted", ns.name);
+    let record = ork_test_support::wait_for("a record naming the deleted child", WAIT, || async {
+        let (_, body) = get_as(addr, &path, &token).await.ok()?;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        let records = v["records"].as_array()?.clone();
+        records.into_iter().find(|r| r["cause"] == want.as_str())
+    })
+    .await?;
+    assert_eq!(record["trigger"], "child", "{record}");
+    assert_eq!(record["outcome"], "ok", "{record}");
+    let (code, text) = explain(&[
+        "webapp/web",
+        "-n",
+        &ns.name,
+        "--server",
+        &format!("http://{addr}"),
+    ])?;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!("child    #1  ok        ({want})")) || text.contains(&want),
+        "{text}"
+    );
+    Ok(())
+}

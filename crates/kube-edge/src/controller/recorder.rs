@@ -31,13 +31,19 @@ pub(crate) const ENTRY_BYTES: usize = 64 * 1024 * 1024;
 /// only its records' summaries (a few hundred bytes per CR).
 pub(crate) const OK_BYTES: usize = 1024 * 1024;
 
-/// One reconcile, as recorded.
+/// One reconcile, as recorded; kept small (about a hundred bytes besides its plan), since every
+/// CR has some.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Record {
-    /// When it ended (RFC 3339).
-    pub at: String,
+    /// When it ended (Unix milliseconds; RFC 3339 when shown). For records folded together,
+    /// the last one's.
+    #[serde(skip)]
+    pub at: i64,
     pub trigger: &'static str,
+    /// For a `child` trigger, which child changed or went (`Deployment ns/web deleted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Box<str>>,
     pub attempt: u32,
     /// `ok`, `error`, `gated`, `deleting`, `finalized`, `finalizing` (the service has not
     /// finalized yet).
@@ -47,7 +53,7 @@ pub(crate) struct Record {
     pub reason: Option<&'static str>,
     /// The error or gate message, whole.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub message: Option<Box<str>>,
     /// ork will not succeed without a change (kstatus `Stalled`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stalled: bool,
@@ -57,21 +63,56 @@ pub(crate) struct Record {
     /// The plan as JSON text (kept compact: it is there for every CR).
     #[serde(skip)]
     pub plan: Option<Box<str>>,
-    /// When the next retry or requeue is due (RFC 3339), as scheduled when it ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
+    /// When the next retry or requeue is due (Unix milliseconds), as scheduled when it ended.
     #[serde(skip)]
-    pub exchange: Exchange,
+    pub next: Option<i64>,
+    /// How many reconciles in a row this record stands for: the same trigger, outcome, reason,
+    /// message and plan (a resync that changes nothing, a failure that repeats) fold into one.
+    #[serde(skip_serializing_if = "is_one")]
+    pub times: u32,
+    #[serde(skip)]
+    pub exchange: Option<Box<Exchange>>,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// `ms` (Unix milliseconds) in RFC 3339.
+pub(crate) fn rfc3339(ms: i64) -> String {
+    k8s_openapi::jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
 }
 
 impl Record {
+    fn size(&self) -> usize {
+        self.exchange.as_ref().map_or(0, |e| e.size())
+    }
+
+    /// Whether `newer` says what this record says (it may then fold into it).
+    fn same_as(&self, newer: &Record) -> bool {
+        self.trigger == newer.trigger
+            && self.cause == newer.cause
+            && self.outcome == newer.outcome
+            && self.reason == newer.reason
+            && self.message == newer.message
+            && self.stalled == newer.stalled
+            && self.plan == newer.plan
+    }
+
     fn json(&self) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {
+            m.insert("at".into(), Value::String(rfc3339(self.at)));
+            if let Some(next) = self.next {
+                m.insert("next".into(), Value::String(rfc3339(next)));
+            }
+            let exchange = self.exchange.as_deref();
             for (field, text) in [
-                ("plan", &self.plan),
-                ("request", &self.exchange.request),
-                ("answer", &self.exchange.answer),
+                ("plan", self.plan.as_deref()),
+                ("request", exchange.and_then(|e| e.request.as_deref())),
+                ("answer", exchange.and_then(|e| e.answer.as_deref())),
             ] {
                 if let Some(text) = text {
                     let shown = serde_json::from_str(text)
@@ -95,27 +136,33 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Keeps `record` as the newest of `key`; the one before it lets go of its exchange.
+    /// Keeps `record` as the newest of `key`; the one before it lets go of its exchange. A
+    /// record that says what the newest says folds into it (counted, with the newer times).
     pub fn add(&mut self, key: &str, mut record: Record) {
         // Most CRs only ever have a record or two: room for one at first, not the default's.
         let records = self
             .by_key
             .entry(key.to_string())
             .or_insert_with(|| VecDeque::with_capacity(1));
+        let fold = records.back().is_some_and(|p| p.same_as(&record));
         if let Some(previous) = records.back_mut() {
-            let size = previous.exchange.size();
+            let size = previous.size();
             self.bytes -= size;
             if previous.outcome == "ok" {
                 self.ok_bytes -= size;
             }
-            previous.exchange = Exchange::default();
+            previous.exchange = None;
+            if fold {
+                record.times = previous.times.saturating_add(1);
+                records.pop_back();
+            }
         }
-        let size = record.exchange.size();
+        let size = record.size();
         let ok = record.outcome == "ok";
         if self.bytes + size > ENTRY_BYTES || (ok && self.ok_bytes + size > OK_BYTES) {
-            record.exchange = Exchange::default();
+            record.exchange = None;
         }
-        let size = record.exchange.size();
+        let size = record.size();
         self.bytes += size;
         if ok {
             self.ok_bytes += size;
@@ -130,9 +177,9 @@ impl Recorder {
     pub fn forget(&mut self, key: &str) {
         if let Some(records) = self.by_key.remove(key) {
             for r in &records {
-                self.bytes -= r.exchange.size();
+                self.bytes -= r.size();
                 if r.outcome == "ok" {
-                    self.ok_bytes -= r.exchange.size();
+                    self.ok_bytes -= r.size();
                 }
             }
         }
@@ -163,8 +210,9 @@ mod tests {
 
     fn record(n: usize, body: usize) -> Record {
         Record {
-            at: format!("t{n}"),
+            at: i64::try_from(n).unwrap_or_default() * 1000,
             trigger: "resync",
+            cause: None,
             attempt: 1,
             outcome: "ok",
             reason: None,
@@ -174,30 +222,59 @@ mod tests {
             call_ms: Some(1),
             plan: None,
             next: None,
-            exchange: Exchange {
+            times: 1,
+            exchange: Some(Box::new(Exchange {
                 request: Some("r".repeat(body).into()),
                 answer: Some("{\"result\":\"ok\"}".into()),
                 call: None,
-            },
+            })),
         }
+    }
+
+    /// `record(n, body)` with a plan of its own, so that it does not fold into the one before.
+    fn distinct(n: usize, body: usize) -> Record {
+        let mut r = record(n, body);
+        r.plan = Some(format!("[{n}]").into());
+        r
     }
 
     #[test]
     fn the_last_records_are_kept_with_the_exchange_of_the_newest_only() {
         let mut r = Recorder::default();
         for n in 0..DEPTH + 4 {
-            r.add("ns/a", record(n, 100));
+            r.add("ns/a", distinct(n, 100));
         }
         let shown = r.show("ns/a");
         let records = shown.as_array().expect("a list");
         assert_eq!(records.len(), DEPTH);
-        assert_eq!(records[0]["at"], format!("t{}", DEPTH + 3), "newest first");
+        assert_eq!(records[0]["plan"], json!([DEPTH + 3]), "newest first");
+        assert_eq!(
+            records[0]["at"],
+            rfc3339(i64::try_from(DEPTH + 3).unwrap_or_default() * 1000)
+        );
         assert_eq!(records[0]["answer"]["result"], "ok");
         assert!(records[1].get("request").is_none());
         assert_eq!(r.bytes, 100 + 15);
         r.forget("ns/a");
         assert_eq!(r.bytes, 0);
         assert_eq!(r.show("ns/a"), json!([]));
+    }
+
+    #[test]
+    fn reconciles_that_say_the_same_fold_into_one_record_that_counts_them() {
+        let mut r = Recorder::default();
+        r.add("ns/a", distinct(0, 10));
+        for n in 1..40 {
+            r.add("ns/a", record(n, 10));
+        }
+        let shown = r.show("ns/a");
+        let records = shown.as_array().expect("a list");
+        assert_eq!(records.len(), 2, "{shown}");
+        assert_eq!(records[0]["times"], 39);
+        assert_eq!(records[0]["at"], rfc3339(39_000), "the newest time");
+        assert!(records[1].get("times").is_none());
+        // Only the newest keeps its exchange, folded or not.
+        assert_eq!(r.bytes, 10 + 15);
     }
 
     #[test]
@@ -209,14 +286,11 @@ mod tests {
             n += 1;
         }
         r.add("ns/over", record(0, 1000));
-        assert_eq!(r.last("ns/over").map(|x| x.exchange.size()), Some(0));
+        assert_eq!(r.last("ns/over").map(Record::size), Some(0));
         let mut failed = record(0, 1000);
         failed.outcome = "error";
         r.add("ns/failing", failed);
-        assert!(
-            r.last("ns/failing")
-                .is_some_and(|x| x.exchange.size() > 1000)
-        );
+        assert!(r.last("ns/failing").is_some_and(|x| x.size() > 1000));
     }
 
     #[test]
@@ -228,7 +302,7 @@ mod tests {
         let mut small = record(0, 100);
         small.outcome = "error";
         r.add("ns/b", small);
-        assert!(r.last("ns/b").is_some_and(|x| x.exchange.size() == 0));
+        assert!(r.last("ns/b").is_some_and(|x| x.size() == 0));
         assert!(r.bytes <= ENTRY_BYTES);
     }
 }

@@ -6,7 +6,7 @@
 //! judged when the reconcile ends). No I/O and no locks: `ork run` drives it from one task per
 //! entry (the driver), `ork simulate` in its cycles, tests by hand.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -116,6 +116,8 @@ pub(crate) struct EntryState {
     health: Health,
     lane: Arc<Lane>,
     recorder: Recorder,
+    /// Per key in flight for a child's change: which child, as the recorder names it.
+    causes: HashMap<String, Box<str>>,
     published_health: watch::Sender<Health>,
     published_load: watch::Sender<Load>,
 }
@@ -144,6 +146,7 @@ impl EntryState {
             live,
             lane: Arc::new(Lane::default()),
             recorder: Recorder::default(),
+            causes: HashMap::new(),
             process,
             ctx,
         }
@@ -323,6 +326,22 @@ impl EntryState {
     /// nothing to do.
     pub fn work(&mut self, key: String, reason: Reason) -> Option<Work> {
         let strays = self.index.take_strays(&key);
+        if let Some((child, deleted)) = self.index.take_drift(&key)
+            && reason == Reason::Child
+        {
+            let kind = self
+                .ctx
+                .children
+                .get(child.type_index)
+                .map_or("child", |t| t.managed.kind.as_str());
+            let at = match &child.namespace {
+                Some(ns) => format!("{ns}/{}", child.name),
+                None => child.name.clone(),
+            };
+            let what = if deleted { "deleted" } else { "changed" };
+            self.causes
+                .insert(key.clone(), format!("{kind} {at} {what}").into_boxed_str());
+        }
         // Only a sweep was asked (any other reason takes its place in the queue): a CR living
         // under the key has nothing new to be reconciled for.
         let job = (reason != Reason::Sweep)
@@ -430,12 +449,12 @@ impl EntryState {
         let effects = self.index.finish(&key, own);
         self.schedule
             .finished(&key, Some(&outcome), &mut self.health, now);
+        let wall_now = k8s_openapi::jiff::Timestamp::now();
         let next = self.schedule.due_at(&key).map(|at| {
-            let wall =
-                k8s_openapi::jiff::Timestamp::now() + at.saturating_duration_since(Instant::now());
+            let wall = wall_now + at.saturating_duration_since(Instant::now());
             wall.round(k8s_openapi::jiff::Unit::Second)
                 .unwrap_or(wall)
-                .to_string()
+                .as_millisecond()
         });
         let (result, why, stalled) = match &outcome {
             Ok(Success::Reconciled { .. }) => ("ok", None, false),
@@ -454,12 +473,12 @@ impl EntryState {
         self.recorder.add(
             &key,
             Record {
-                at: k8s_openapi::jiff::Timestamp::now().to_string(),
+                at: wall_now.as_millisecond(),
                 trigger: reason.as_str(),
                 attempt,
                 outcome: result,
                 reason: outcome.as_ref().err().map(ReconcileError::reason),
-                message: why,
+                message: why.map(String::into_boxed_str),
                 stalled,
                 duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
                 call_ms: exchange
@@ -467,7 +486,9 @@ impl EntryState {
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                 plan: plan.as_ref().map(super::recorder::compact),
                 next,
-                exchange,
+                times: 1,
+                cause: self.causes.remove(&key),
+                exchange: (exchange.size() > 0).then(|| Box::new(exchange)),
             },
         );
         self.apply(effects);
@@ -520,11 +541,11 @@ impl EntryState {
                     "key": key,
                     "state": state,
                     "trigger": last.map(|r| r.trigger),
-                    "at": last.map(|r| r.at.clone()),
+                    "at": last.map(|r| super::recorder::rfc3339(r.at)),
                     "reason": last.and_then(|r| r.reason),
                     "message": last.and_then(|r| r.message.clone()),
                     "attempt": self.schedule.attempt(key),
-                    "next": last.and_then(|r| r.next.clone()),
+                    "next": last.and_then(|r| r.next).map(super::recorder::rfc3339),
                 })
             })
             .collect();

@@ -136,6 +136,8 @@ impl Index {
         gone_uid: Option<String>,
     ) -> Option<Effect> {
         let owner = owner_key.filter(|k| self.crs.contains_key(k))?;
+        self.drifted
+            .insert(owner.clone(), (child.clone(), gone_uid.is_some()));
         if let Some(waiting) = self.in_flight.get_mut(&owner) {
             waiting.push((child, gone_uid));
             return None;
@@ -169,6 +171,11 @@ impl Index {
             })
             .cloned()
             .collect()
+    }
+
+    /// The child whose change (`false`) or deletion (`true`) last queued `key`'s reconcile.
+    pub fn take_drift(&mut self, key: &str) -> Option<(ChildRef, bool)> {
+        self.drifted.remove(key)
     }
 
     /// A reconcile of `key` starts.

@@ -114,6 +114,7 @@ impl Index {
     pub(super) fn forget_cr(&mut self, key: String) -> Vec<Effect> {
         let state = self.crs.remove(&key);
         self.sentinels.remove(&key);
+        self.drifted.remove(&key);
         let mut out = vec![Effect::Forget(key.clone())];
         if let Some(state) = state {
             self.live.remove(&state.uid);

@@ -172,6 +172,9 @@ pub(crate) struct Index {
     /// Keys whose reconcile runs; child events for them wait here until it finishes (with the
     /// UID of a child that was deleted).
     in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,
+    /// Per CR key, the child whose change (`false`) or deletion (`true`) last queued its
+    /// reconcile: the flight recorder names it ([`Index::take_drift`]).
+    drifted: HashMap<String, (ChildRef, bool)>,
     listing_crs: Option<HashSet<String>>,
     /// What a re-list triggers waits for its end: the watch's cache swaps the listed objects
     /// in only at `InitDone`, and a reconcile must read the new copies, not the old ones.
@@ -197,6 +200,7 @@ impl Index {
             expected: HashMap::new(),
             deleted_by_ork: HashSet::new(),
             in_flight: HashMap::new(),
+            drifted: HashMap::new(),
             listing_crs: None,
             held_back: HashMap::new(),
             listing_children: HashMap::new(),
