@@ -27,6 +27,22 @@ fn answer(resources: Value) -> Reply {
     Reply::ok(json!({"result": "ok", "status": {"phase": "Ready"}, "resources": resources}))
 }
 
+/// `katalog` (one of `configmap_katalog`'s) with `reconcile.onStart: call`.
+fn on_start_call(katalog: String) -> String {
+    katalog.replace(
+        "          workers: ",
+        "          onStart: call\n          workers: ",
+    )
+}
+
+/// How many calls the service got for the CR `name`.
+fn calls_for(svc: &FakeService, name: &str) -> usize {
+    svc.received()
+        .iter()
+        .filter(|r| r.body["object"]["metadata"]["name"] == name)
+        .count()
+}
+
 /// A service that answers every CR with one ConfigMap of the CR's name.
 async fn one_config_map_each() -> std::io::Result<FakeService> {
     FakeService::start(|req| {
@@ -181,7 +197,8 @@ async fn a_reconciled_cr_and_its_children_carry_orkestra_s_managed_marks() -> Re
 async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied() -> Result<()> {
     let svc = one_config_map_each().await?;
     let ns = TestNamespace::create(&client().await?).await?;
-    let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
+    // `onStart: call`: every CR is called at start, unchanged or not, as Orkestra does.
+    let katalog = on_start_call(configmap_katalog(&ns.name, &svc.url, 2, ""));
     let (client, ork) = start_katalog(&ns, &katalog).await?;
     create_webapp(&client, &ns.name, "web", "v1").await?;
     let api = webapps(&client, &ns.name).await?;
@@ -651,5 +668,94 @@ async fn status_keys_and_conditions_the_service_stops_returning_leave_the_cr() -
     );
     assert!(!has_users(&status), "{}", status.data["status"]);
     assert_eq!(ready(&status).map(|(s, _)| s).as_deref(), Some("True"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_calls_only_what_changed_while_ork_was_down_and_on_start_call_calls_all()
+-> Result<()> {
+    let svc = one_config_map_each().await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
+    let (client, ork) = start_katalog(&ns, &katalog).await?;
+    let names = ["edited", "child-gone", "child-drifted", "untouched"];
+    for name in names {
+        create_webapp(&client, &ns.name, name, "v1").await?;
+    }
+    let api = webapps(&client, &ns.name).await?;
+    for name in names {
+        wait_ready(&api, name, "True").await?;
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    // Every CR's record is written (its seal rides on the metrics annotation).
+    wait_for("every CR sealed", WAIT, || async {
+        let list = api.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .all(|o| {
+                o.annotations()
+                    .get("orkestra.orkspace.io/metrics")
+                    .is_some_and(|m| m.contains("seal"))
+            })
+            .then_some(())
+    })
+    .await?;
+    drop(ork);
+
+    // While ork is down: an edit, a child deleted, a child changed, one CR left alone.
+    create_webapp(&client, &ns.name, "edited", "v2").await?;
+    maps.delete("child-gone", &Default::default()).await?;
+    let drift = json!({"data": {"k": "changed by hand"}});
+    maps.patch(
+        "child-drifted",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&drift),
+    )
+    .await?;
+    let before: Vec<usize> = names.iter().map(|n| calls_for(&svc, n)).collect();
+    let (_, ork) = start_katalog(&ns, &katalog).await?;
+    for (i, name) in names.iter().take(3).enumerate() {
+        wait_for(
+            &format!("{name} called after the restart"),
+            WAIT,
+            || async { (calls_for(&svc, name) > before[i]).then_some(()) },
+        )
+        .await?;
+    }
+    wait_for("the deleted child back", WAIT, || async {
+        maps.get_opt("child-gone").await.ok()?
+    })
+    .await?;
+    wait_for("the changed child put back", WAIT, || async {
+        let cm = maps.get("child-drifted").await.ok()?;
+        (cm.data?.get("k")? == "v").then_some(())
+    })
+    .await?;
+    // The untouched CR is not called: the metric says so once the start is through.
+    let metrics = wait_for("the unchanged CR counted", WAIT, || async {
+        let text = get(ork.http().await.ok()?, "/metrics").await.ok()?.1;
+        text.lines()
+            .any(|l| l.starts_with("ork_unchanged_at_start_total{") && l.ends_with(" 1"))
+            .then_some(text)
+    })
+    .await?;
+    assert!(metrics.contains("entry=\"webapp\""), "{metrics}");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(
+        calls_for(&svc, "untouched"),
+        before[3],
+        "an unchanged CR was called"
+    );
+    drop(ork);
+
+    // `onStart: call`: every CR is called.
+    let before = calls_for(&svc, "untouched");
+    let (_, _ork) = start_katalog(&ns, &on_start_call(katalog.clone())).await?;
+    wait_for(
+        "the unchanged CR called with onStart: call",
+        WAIT,
+        || async { (calls_for(&svc, "untouched") > before).then_some(()) },
+    )
+    .await?;
     Ok(())
 }

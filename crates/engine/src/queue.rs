@@ -14,6 +14,9 @@ pub enum Reason {
     Resync,
     Requeue,
     Retry,
+    /// This replica gained the CR's shard or the leadership: its CRs are looked at, and those
+    /// unchanged since ork's last successful reconcile are not called (SPEC §17).
+    Gained,
     /// An object the CR's related-objects rules select changed (a Metacontroller
     /// controller's customize hook, SPEC §15).
     Related,
@@ -50,6 +53,7 @@ impl Reason {
             Reason::Requeue => "requeue",
             Reason::Retry => "retry",
             Reason::Related => "related",
+            Reason::Gained => "gained",
             Reason::Manual => "manual",
             Reason::Sweep => "sweep",
         }

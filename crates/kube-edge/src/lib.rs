@@ -36,6 +36,7 @@ mod reconcile;
 mod registry;
 mod related;
 mod runtime;
+mod seal;
 mod shard_set;
 pub mod shards;
 pub mod simulate;

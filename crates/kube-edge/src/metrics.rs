@@ -67,6 +67,7 @@ pub(crate) struct Metrics {
     shards_held: Gauge,
     shard_queue_depth: Family<ShardLabel, Gauge>,
     undecodable: Family<KindLabels, Counter>,
+    unchanged_at_start: Family<EntryLabel, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -180,7 +181,14 @@ impl Metrics {
             "Watched objects (CRs, children) ork could not read whole, e.g. nested too deep",
             undecodable.clone(),
         );
+        let unchanged_at_start = Family::<EntryLabel, Counter>::default();
+        registry.register(
+            "ork_unchanged_at_start",
+            "CRs not called at a start, leader change or shard gain: unchanged since ork's last successful reconcile",
+            unchanged_at_start.clone(),
+        );
         Metrics {
+            unchanged_at_start,
             undecodable,
             shards_held,
             shard_queue_depth,
@@ -252,6 +260,14 @@ impl Metrics {
                 outcome: outcome.into(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    pub fn unchanged_at_start(&self, entry: &str) {
+        self.unchanged_at_start
+            .get_or_create(&EntryLabel {
+                entry: entry.into(),
+            })
+            .inc();
     }
 
     pub fn undecodable(&self, entry: &str, kind: &str) {

@@ -31,7 +31,7 @@ pub use katalog::{Katalog, KatalogMeta, KatalogSpec, NoteFunction, NotesBlock};
 pub use managed::{BindRole, ManagedResource, ManagedResourceSpec, RBAC_GROUP};
 pub use operator_box::{CrossRef, CrossSelector, Observe, OperatorBox, RuntimeBox};
 pub use payload::{ChildResourcePayload, ChildrenPayload, ObjectPayload, Payload};
-pub use reconcile::{Queue, Reconcile, RetryBackoff};
+pub use reconcile::{OnStart, Queue, Reconcile, RetryBackoff};
 pub use remote::{RateLimit, Remote};
 
 /// Rendered output lives with the rendering; named here too so `model::RenderedMetadata` stays.

@@ -21,8 +21,26 @@ pub struct Reconcile {
     pub queue: Queue,
     #[serde(default)]
     pub force_conflict: Option<bool>,
+    /// What a start (or a leader change, or a shard gained) does with CRs that have not
+    /// changed since ork's last successful reconcile of them (SPEC §17): `skipUnchanged`
+    /// (the default) leaves them to their resync; `call` calls the service for every CR, as
+    /// Orkestra does.
+    #[serde(default)]
+    pub on_start: OnStart,
     #[serde(default)]
     pub remote: Option<Remote>,
+}
+
+/// `operatorBox.reconcile.onStart`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OnStart {
+    /// A CR whose spec, labels, annotations and children still match ork's record of its last
+    /// successful reconcile is not called; it keeps its resync.
+    #[default]
+    SkipUnchanged,
+    /// Every CR is called.
+    Call,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

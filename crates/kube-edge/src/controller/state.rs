@@ -220,7 +220,7 @@ impl EntryState {
                 self.enqueue_where(Reason::Related, |k| keys.contains(k));
             }
             Input::ShardGained { total, shard } => {
-                self.enqueue_where(Reason::Resync, |k| shard_of(k, total) == shard);
+                self.enqueue_where(Reason::Gained, |k| shard_of(k, total) == shard);
             }
             Input::Wake => {}
             Input::Inspect { key, reply } => {
@@ -351,6 +351,17 @@ impl EntryState {
             self.schedule.skip(&key);
             return None;
         }
+        // A start, a leadership or a shard gained: a CR unchanged since ork's last successful
+        // reconcile of it is not called (it keeps its resync).
+        if strays.is_empty()
+            && matches!(reason, Reason::Create | Reason::Gained)
+            && job.as_ref().is_some_and(|j| self.unchanged_since_sealed(j))
+        {
+            tracing::debug!(%key, "unchanged since its last reconcile; not called");
+            self.process.metrics.unchanged_at_start(&self.ctx.name);
+            self.schedule.skip(&key);
+            return None;
+        }
         if job.is_some() {
             self.index.begin(&key);
         }
@@ -360,6 +371,38 @@ impl EntryState {
             strays,
             job,
         })
+    }
+
+    /// Whether `job`'s CR and children are what ork's last successful reconcile of it left
+    /// ([`crate::seal`]): Ready at its generation, the same spec, labels and annotations,
+    /// the same children holding the same content. `reconcile.onStart: call` says never.
+    fn unchanged_since_sealed(&self, job: &crate::reconcile::Job) -> bool {
+        if self.ctx.entry.operator_box.reconcile.on_start == ork_katalog::OnStart::Call {
+            return false;
+        }
+        let cr = job.cr.as_ref();
+        let status = cr.data.get("status");
+        let ready = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            });
+        let observed = status
+            .and_then(|s| s.get("observedGeneration"))
+            .and_then(Value::as_i64);
+        if !ready || observed != cr.metadata.generation {
+            return false;
+        }
+        let Some(sealed) = crate::reconcile::last_seal(cr) else {
+            return false;
+        };
+        let children = job
+            .children
+            .iter()
+            .map(|(c, o)| (c, crate::index::child_fingerprint(o)));
+        sealed == crate::seal::seal(cr, &self.ctx.own_metadata, children)
     }
 
     /// Everything the reconcile of `key` reads; `None` when the CR is gone.

@@ -33,7 +33,7 @@ pub(crate) use call::{probe, probe_request, probe_send};
 pub(crate) use exchange::Exchange;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use plan::Plan;
-pub(crate) use record::record_failure;
+pub(crate) use record::{last_seal, record_failure};
 pub(crate) use sweep::{Swept, sweep};
 
 /// How soon a reconcile that deleted a child to recreate it (update strategy `Recreate`) runs
@@ -123,6 +123,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         Ok(_) => tracing::debug!(ms = elapsed.as_millis() as u64, "reconciled, no change"),
         Err(e) => tracing::warn!(ms = elapsed.as_millis() as u64, error = %e, "reconcile failed"),
     }
+    let seal = outcome.is_ok().then(|| seal_after(ctx, job, &own));
     let recorded = record::record(
         ctx,
         ports,
@@ -132,6 +133,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             decision: decision.as_ref(),
             changed_children,
             elapsed,
+            seal,
         },
     )
     .await;
@@ -169,6 +171,23 @@ async fn call_and_apply(
         *plan = children::apply(ctx, ports, job, owner, &decision, own).await?;
     }
     Ok(decision)
+}
+
+/// ork's record of this reconcile ([`crate::seal`]): the CR it read and its children after
+/// it, those it applied as the API server stored them, those it pruned gone.
+fn seal_after(ctx: &EntryContext, job: &Job, own: &OwnWrites) -> String {
+    let mut children: std::collections::BTreeMap<&crate::index::ChildRef, u64> = job
+        .children
+        .iter()
+        .map(|(c, o)| (c, crate::index::child_fingerprint(o)))
+        .collect();
+    for (gone, _) in &own.deleted {
+        children.remove(gone);
+    }
+    for a in &own.applied {
+        children.insert(&a.child, a.fingerprint);
+    }
+    crate::seal::seal(&job.cr, &ctx.own_metadata, children)
 }
 
 /// The object a gate sees: the CR plus `health` (the entry's health summary).

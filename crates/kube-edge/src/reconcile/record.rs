@@ -24,6 +24,8 @@ pub(super) struct Outcome<'a> {
     /// A child was applied or pruned.
     pub changed_children: bool,
     pub elapsed: Duration,
+    /// On success: ork's record of what it reconciled ([`crate::seal`]), for warm starts.
+    pub seal: Option<String>,
 }
 
 /// How long the error text of an event may be (the API server takes notes of up to 1 KiB).
@@ -84,6 +86,7 @@ pub(super) async fn record(
         failures,
         job.count + 1,
         outcome.elapsed,
+        outcome.seal.as_deref().filter(|_| error.is_none()),
     );
     let was_ok = last_result(cr).as_deref() == Some("ok");
     let kind = &ctx.cr_resource.kind;
@@ -233,6 +236,7 @@ pub(crate) async fn record_failure(
         decision: None,
         changed_children: false,
         elapsed: Duration::ZERO,
+        seal: None,
     };
     record(ctx, ports, job, outcome).await.later
 }
@@ -339,6 +343,7 @@ fn annotations(
     failures: u32,
     count: u64,
     elapsed: Duration,
+    seal: Option<&str>,
 ) -> Option<Map<String, Value>> {
     let result = if error.is_some() { "error" } else { "ok" };
     let health = json!({
@@ -350,14 +355,21 @@ fn annotations(
     let current_health = current
         .get(HEALTH)
         .and_then(|h| serde_json::from_str::<Value>(h).ok());
-    if current_health.as_ref() == Some(&health) && last_result(cr).as_deref() == Some(result) {
+    // The seal is part of the meaning: it changes with an edit, never at rest.
+    if current_health.as_ref() == Some(&health)
+        && last_result(cr).as_deref() == Some(result)
+        && last_seal(cr).as_deref() == seal
+    {
         return None;
     }
-    let metrics = json!({
+    let mut metrics = json!({
         "lastResult": result,
         "lastDurationMs": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         "reconcileCount": count,
     });
+    if let Some(seal) = seal {
+        metrics["seal"] = json!(seal);
+    }
     let mut out = Map::new();
     out.insert(HEALTH.into(), Value::String(health.to_string()));
     out.insert(METRICS.into(), Value::String(metrics.to_string()));
@@ -367,6 +379,12 @@ fn annotations(
 fn last_result(cr: &DynamicObject) -> Option<String> {
     let m: Value = serde_json::from_str(cr.annotations().get(METRICS)?).ok()?;
     m["lastResult"].as_str().map(str::to_string)
+}
+
+/// The seal of ork's last successful reconcile of `cr`, as its metrics annotation keeps it.
+pub(crate) fn last_seal(cr: &DynamicObject) -> Option<String> {
+    let m: Value = serde_json::from_str(cr.annotations().get(METRICS)?).ok()?;
+    m["seal"].as_str().map(str::to_string)
 }
 
 /// The service's status map with the credential removed from every string.
@@ -416,10 +434,15 @@ mod tests {
     #[test]
     fn annotations_are_written_when_their_meaning_changes_not_for_a_new_duration() {
         let fresh = cr(json!({}));
-        let first = annotations(&fresh, None, 0, 1, Duration::from_millis(5)).expect("first");
+        let first =
+            annotations(&fresh, None, 0, 1, Duration::from_millis(5), Some("a.b")).expect("first");
         let stamped = cr(Value::Object(first));
-        assert!(annotations(&stamped, None, 0, 2, Duration::from_millis(9)).is_none());
-        let failed = annotations(&stamped, Some("boom"), 1, 3, Duration::ZERO).expect("failure");
+        assert_eq!(last_seal(&stamped).as_deref(), Some("a.b"));
+        assert!(annotations(&stamped, None, 0, 2, Duration::from_millis(9), Some("a.b")).is_none());
+        // An edit reconciled: a new seal, written.
+        assert!(annotations(&stamped, None, 0, 3, Duration::ZERO, Some("c.d")).is_some());
+        let failed =
+            annotations(&stamped, Some("boom"), 1, 3, Duration::ZERO, None).expect("failure");
         assert!(failed[HEALTH].as_str().expect("text").contains("boom"));
     }
 
