@@ -100,7 +100,19 @@ pub(crate) async fn run(
     let reconcile = &state.ctx().entry.operator_box.reconcile;
     let workers = reconcile.workers.max(1) as usize;
     let period = reconcile.resync.get();
-    let mut next_resync = (!period.is_zero()).then(|| Instant::now() + period);
+    // Each CR's resync comes at its own phase of the period (SPEC §17): a tick takes the CRs
+    // whose phase passed since the last one, so resyncs spread evenly instead of coming all
+    // at once, and a restart keeps them where they were (phases count from the Unix epoch).
+    let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX);
+    let tick = (period / 120).max(Duration::from_secs(1)).min(period);
+    let into_period = || {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+        now % period_ms.max(1)
+    };
+    let mut resynced_to = into_period();
+    let mut next_resync = (!period.is_zero()).then(|| Instant::now() + tick);
     loop {
         let mut taken = 0;
         while taken < BATCH {
@@ -116,8 +128,15 @@ pub(crate) async fn run(
         if let Some(at) = next_resync
             && at <= Instant::now()
         {
-            state.handle(Input::Resync, Instant::now());
-            next_resync = Some(at + period);
+            let now = into_period();
+            let due = Input::ResyncDue {
+                from: resynced_to,
+                to: now,
+                period: period_ms,
+            };
+            state.handle(due, Instant::now());
+            resynced_to = now;
+            next_resync = Some(at + tick);
         }
         // A standby (or a process shutting down) keeps its caches but starts no reconcile.
         if *active.borrow_and_update() {

@@ -45,8 +45,10 @@ pub(crate) enum Input {
     Served(Option<String>),
     /// A reconcile (or sweep) handed out ended.
     Finished(Box<Finished>),
-    /// The periodic resync: every CR once.
-    Resync,
+    /// The periodic resync of the CRs whose phase in the resync period (a hash of their key,
+    /// [`resync_phase`]) lies in `(from, to]` (milliseconds into the period, wrapping): every
+    /// CR once per period, spread evenly over it, at the same offsets after a restart.
+    ResyncDue { from: u64, to: u64, period: u64 },
     /// Related objects of these CRs changed (a Metacontroller customize hook's).
     Related(Vec<String>),
     /// This replica now holds `shard` of `total`: each of its objects is reconciled once.
@@ -214,7 +216,11 @@ impl EntryState {
                 }
             }
             Input::Finished(finished) => return self.finished(*finished, now),
-            Input::Resync => self.enqueue_where(Reason::Resync, |_| true),
+            Input::ResyncDue { from, to, period } => {
+                self.enqueue_where(Reason::Resync, |k| {
+                    in_window(resync_phase(k, period), from, to)
+                });
+            }
             Input::Related(keys) => {
                 let keys: std::collections::HashSet<String> = keys.into_iter().collect();
                 self.enqueue_where(Reason::Related, |k| keys.contains(k));
@@ -634,6 +640,74 @@ impl EntryState {
     /// When something is due next.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.schedule.next_deadline()
+    }
+}
+
+/// Where in a resync period of `period` milliseconds the CR at `key` is resynced: a hash of
+/// its key, so the same after a restart and spread evenly over the period.
+pub(crate) fn resync_phase(key: &str, period: u64) -> u64 {
+    let mut h = crate::fnv::Fnv::default();
+    h.str("resync");
+    h.str(key);
+    h.finish() % period.max(1)
+}
+
+/// Whether `phase` lies in `(from, to]`, a window that may wrap past the period's end.
+pub(crate) fn in_window(phase: u64, from: u64, to: u64) -> bool {
+    if from <= to {
+        from < phase && phase <= to
+    } else {
+        phase > from || phase <= to
+    }
+}
+
+#[cfg(test)]
+mod resync_tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_resynced_once_per_period_and_no_window_carries_much_more_than_its_share() {
+        // 100,000 CRs with `resync: 10m`, seen through 10-second windows.
+        let period = 600_000;
+        let keys: Vec<String> = (0..100_000)
+            .map(|i| format!("ns-{}/cr-{i}", i % 37))
+            .collect();
+        let mut per_window = vec![0u32; 60];
+        let mut once = vec![0u8; keys.len()];
+        for w in 0..60u64 {
+            let (from, to) = (w * 10_000, (w + 1) * 10_000);
+            // The first window also takes phase 0 (the window that wraps takes it at the end).
+            let (from, to) = if w == 0 { (period - 1, to) } else { (from, to) };
+            for (i, k) in keys.iter().enumerate() {
+                if in_window(resync_phase(k, period), from, to % period) {
+                    per_window[w as usize] += 1;
+                    once[i] += 1;
+                }
+            }
+        }
+        assert!(
+            once.iter().all(|n| *n == 1),
+            "a key resynced twice or never"
+        );
+        let mean = 100_000.0 / 60.0;
+        let max = f64::from(*per_window.iter().max().unwrap_or(&0));
+        assert!(
+            max <= 1.5 * mean,
+            "a window of {max} against a mean of {mean}"
+        );
+        assert!(
+            max <= 1.1 * mean,
+            "a window of {max} against a mean of {mean}"
+        );
+    }
+
+    #[test]
+    fn a_window_may_wrap_past_the_end_of_the_period() {
+        assert!(in_window(5, 990, 10));
+        assert!(in_window(995, 990, 10));
+        assert!(!in_window(500, 990, 10));
+        assert!(!in_window(990, 990, 10));
+        assert!(in_window(10, 0, 10) && !in_window(0, 0, 10));
     }
 }
 
