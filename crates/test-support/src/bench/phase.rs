@@ -96,6 +96,37 @@ pub struct ResyncLatency {
     pub cpu: BTreeMap<String, f64>,
 }
 
+/// What a restart cost (R): ork started again on N converged Widgets, `edited` of them edited
+/// while it was down.
+#[derive(Debug, Default, Clone)]
+pub struct RestartCost {
+    pub crs: usize,
+    pub edited: usize,
+    /// Until /readyz answered 200 (caches synced).
+    pub ready_s: f64,
+    /// Until the edited Widgets were called, from the start.
+    pub reconciled_s: Option<f64>,
+    /// From ready to the end of the measured window.
+    pub window_s: f64,
+    pub calls: u64,
+    pub requests: ApiCounts,
+}
+
+/// Seconds until `GET /readyz` at `addr` answers 200.
+async fn wait_ready(addr: std::net::SocketAddr, limit: Duration) -> Result<f64> {
+    let started = Instant::now();
+    loop {
+        let mut conn = crate::http1::Conn::new(addr);
+        if let Ok((200, _)) = conn.request("GET", "/readyz", b"").await {
+            return Ok(started.elapsed().as_secs_f64());
+        }
+        if started.elapsed() > limit {
+            bail!("ork was not ready at http://{addr}/readyz within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A few Widgets left alone with a short resync.
 #[derive(Debug, Default)]
 pub struct IdleCost {
@@ -393,25 +424,32 @@ impl Bench {
         Ok((r, ns, proc))
     }
 
-    /// P5: ork restarted with a short resync on the converged namespace; once its start-up pass
-    /// is over, the next resync queues all N Widgets and K edits land during that pass.
+    /// P5: ork restarted with `onStart: call` on the converged namespace, twice: the first
+    /// start-up pass (every Widget called) is timed; during the second, K edits land, and
+    /// their latency shows whether fresh changes go before the bulk of the pass. (Resyncs no
+    /// longer come as one pass: each CR's has its own phase of the period.)
     pub async fn resync_latency(&mut self, ns: &str, converge_s: f64) -> Result<ResyncLatency> {
-        let resync_s = (2.0 * converge_s + 5.0).ceil().max(10.0) as u64;
         let start = self.snapshot(None).await?;
         let calls0 = start.calls;
-        let ork = self.start(System::Ork, ns, &format!("{resync_s}s"))?;
+        let how = systems::OrkRun {
+            resync: "10m",
+            on_start_call: true,
+            http: None,
+        };
+        let ork = self.start_ork(ns, &how)?;
         let total = (self.n + 1) as u64;
         // The start-up pass: every Widget once (timed by the service: polling it while it is
         // saturated can be served late).
         self.wait_calls(calls0 + total, self.limit()).await?;
         let startup_wave_s = self.service.span(calls0 + 1, calls0 + total).await?;
-        // Quiet, then the resync tick.
         tokio::time::sleep(Duration::from_secs(1)).await;
         let started = self.snapshot(None).await?;
+        drop(ork);
         let calls1 = started.calls;
         let children = ChildWatch::start(&self.client, ns).await?;
+        let ork = self.start_ork(ns, &how)?;
         let wave_start = self
-            .wait_calls(calls1 + 1, Duration::from_secs(resync_s + 60))
+            .wait_calls(calls1 + 1, Duration::from_secs(converge_s as u64 + 60))
             .await?;
         let before = self.snapshot(Some(&ork)).await?;
         let k = edits(self.n);
@@ -434,7 +472,7 @@ impl Bench {
         self.settle().await?;
         let after = self.snapshot(Some(&ork)).await?;
         Ok(ResyncLatency {
-            resync_s,
+            resync_s: 0,
             startup_wave_s,
             wave_s: (wave_end - wave_start).as_secs_f64(),
             edits,
@@ -443,6 +481,66 @@ impl Bench {
             calls: after.calls - calls1,
             requests: after.requests.since(&before.requests),
             cpu: after.cpu.since(&before.cpu).0,
+        })
+    }
+
+    fn start_ork(&self, ns: &str, how: &systems::OrkRun<'_>) -> Result<Proc> {
+        systems::start_ork_with(
+            &self.ork,
+            &self.work,
+            &self.kubeconfig,
+            ns,
+            &self.service.url(),
+            self.workers,
+            how,
+        )
+    }
+
+    /// R: ork restarted on the converged namespace (ork stopped) after `edited` Widgets were
+    /// edited while it was down: how long until it is ready, and the calls and writes of the
+    /// `QUIET` seconds after the edits are reconciled (SPEC §17: only what changed is called).
+    pub async fn restart_cost(&mut self, ns: &str, edited: usize) -> Result<RestartCost> {
+        const QUIET: Duration = Duration::from_secs(20);
+        let api = widgets(&self.client, ns);
+        let k = edited.min(self.n);
+        let color = format!("edited-{k}");
+        for j in 0..k {
+            let name = format!("w-{}", j * self.n / k.max(1));
+            let patch = json!({"spec": {"color": color}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        self.settle().await?;
+        let before = self.snapshot(None).await?;
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        let started = Instant::now();
+        let ork = self.start_ork(
+            ns,
+            &systems::OrkRun {
+                resync: "10m",
+                on_start_call: false,
+                http: Some(addr),
+            },
+        )?;
+        let ready_s = wait_ready(addr, self.limit()).await?;
+        let ready_at = started + Duration::from_secs_f64(ready_s);
+        if k > 0 {
+            self.wait_calls(before.calls + k as u64, self.limit())
+                .await?;
+        }
+        let reconciled_s = started.elapsed().as_secs_f64();
+        tokio::time::sleep(QUIET).await;
+        let after = self.snapshot(None).await?;
+        drop(ork);
+        let window_s = (after.at - ready_at.min(after.at)).as_secs_f64();
+        Ok(RestartCost {
+            crs: self.n + 1,
+            edited: k,
+            ready_s,
+            reconciled_s: (k > 0).then_some(reconciled_s),
+            window_s,
+            calls: after.calls - before.calls,
+            requests: after.requests.since(&before.requests),
         })
     }
 

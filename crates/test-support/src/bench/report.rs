@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::phase::{IdleCost, Latencies, PhaseResult, ResyncLatency};
+use crate::phase::{IdleCost, Latencies, PhaseResult, RestartCost, ResyncLatency};
 use crate::probe::ApiCounts;
 
 /// Everything one run measured.
@@ -23,6 +23,8 @@ pub struct Report {
     pub rounds: Vec<Vec<PhaseResult>>,
     pub idle: Vec<IdleCost>,
     pub resync: Option<ResyncLatency>,
+    /// R: restarts of ork on the converged Widgets, with none and with some edited while down.
+    pub restarts: Vec<RestartCost>,
     pub notes: Vec<String>,
 }
 
@@ -478,11 +480,33 @@ impl Report {
                 }
             );
         }
+        for r in &self.restarts {
+            let (job, _) = r.requests.split_job();
+            let writes = job.writes();
+            let _ = writeln!(
+                o,
+                "R (ork restarted on {} converged CRs, {} edited while it was down): ready in {:.2}s{}; then {} calls and {:.0} API writes ({}) over {:.0}s",
+                r.crs,
+                r.edited,
+                r.ready_s,
+                r.reconciled_s
+                    .map(|s| format!(", the edited ones called by {s:.2}s"))
+                    .unwrap_or_default(),
+                r.calls,
+                writes.total(),
+                writes
+                    .0
+                    .iter()
+                    .map(|((verb, res), v)| format!("{verb} {res} {v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                r.window_s,
+            );
+        }
         if let Some(r) = &self.resync {
             let _ = writeln!(
                 o,
-                "P5 (ork, resync {}s over all {} CRs; start-up pass {:.2}s, resync pass {:.2}s): edit → child updated during the resync: {}",
-                r.resync_s,
+                "P5 (ork restarted with onStart: call over all {} CRs; start-up pass {:.2}s, the next one {:.2}s): edit → child updated during that pass: {}",
                 self.n + 1,
                 r.startup_wave_s,
                 r.wave_s,
@@ -511,7 +535,7 @@ impl Report {
                 .collect();
             let _ = writeln!(
                 o,
-                "   that resync pass, edits included: {} calls, {:.0} API writes ({}), {:.0} reads; CPU s: ork {}, service {}, apiserver {}, etcd {}",
+                "   that pass, edits included: {} calls, {:.0} API writes ({}), {:.0} reads; CPU s: ork {}, service {}, apiserver {}, etcd {}",
                 r.calls,
                 job.writes().total(),
                 writes.join(", "),
@@ -582,6 +606,11 @@ impl Report {
             "idle": self.idle.iter().map(|i| json!({
                 "system": i.system, "crs": i.crs, "resync_s": i.resync_s, "resyncs": i.resyncs,
                 "calls": i.calls, "writes": counts(&i.writes),
+            })).collect::<Vec<_>>(),
+            "restarts": self.restarts.iter().map(|r| json!({
+                "crs": r.crs, "edited": r.edited, "ready_s": r.ready_s,
+                "reconciled_s": r.reconciled_s, "window_s": r.window_s, "calls": r.calls,
+                "writes": r.requests.split_job().0.writes().total(),
             })).collect::<Vec<_>>(),
             "p5": self.resync.as_ref().map(|r| json!({
                 "resync_s": r.resync_s, "startup_pass_s": r.startup_wave_s, "resync_pass_s": r.wave_s,

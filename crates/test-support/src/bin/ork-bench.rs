@@ -195,8 +195,14 @@ async fn main() -> Result<()> {
                     let converge_s = r.converge_s;
                     phases.push(r);
                     drop(proc);
+                    if *system == System::Ork && round == args.rounds {
+                        for edited in [0, (args.n / 100).max(1)] {
+                            eprintln!("ork-bench: ork restarted, {edited} CRs edited while down …");
+                            report.restarts.push(bench.restart_cost(&ns, edited).await?);
+                        }
+                    }
                     if *system == System::Ork && args.p5 && round == args.rounds {
-                        eprintln!("ork-bench: ork P5 (edits during a full resync) …");
+                        eprintln!("ork-bench: ork P5 (edits during an onStart: call pass) …");
                         report.resync = Some(bench.resync_latency(&ns, converge_s).await?);
                     }
                 }
