@@ -3,6 +3,7 @@
 //! - `cluster up|down|status [--version X.Y.Z|newest|oldest]` — the local Kubernetes API server
 //!   (see `cluster.rs`).
 //! - `demo` — a real cluster, a real reconcile service, a CR reconciled.
+//! - `docs [--check]` — the book (see `docs.rs`).
 //! - `test [--version V] [--e2e]` — every test (or only those against the cluster), including
 //!   those against the local cluster.
 //!
@@ -12,6 +13,7 @@ mod bench;
 mod chaos;
 mod cluster;
 mod demo;
+mod docs;
 mod fuzz;
 mod helm;
 mod tools;
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
             cluster_command(action, rest)
         }
         ["demo"] => demo::run_demo(),
+        ["docs", rest @ ..] => docs::docs(rest),
         ["test", rest @ ..] => test(rest),
         ["bench", rest @ ..] => bench::bench(rest),
         ["chaos", rest @ ..] => chaos::chaos(rest),
@@ -39,7 +42,7 @@ fn main() -> ExitCode {
         }),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  cluster up|down|status [--version X.Y.Z|newest|oldest]  the local Kubernetes (default {newest}; oldest {oldest}) on loopback\n  demo                     run the example end to end\n  test [--version V] [--e2e] [-- cargo test args]  all tests (--e2e: only those against the cluster) on the local cluster of version V (default newest)\n  bench [N] [--json] [--rounds K]  baseline, kopf and ork on the same job (release build, N Widgets, default 500; K turns each, medians)\n  chaos [--crs N] [--scenarios r1,r2,r3,r4,r7,r8] [--previous REV]  reliability suite: service faults, API server restart, ork SIGKILLs, leader kill, rolling upgrade from REV, shard rebalancing (own cluster, release build, default N 2000; --help for more)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)\n  helm [ARGS]              the Helm the chart is tested with (built once per machine)",
+                "usage: cargo xtask <command>\n\n  cluster up|down|status [--version X.Y.Z|newest|oldest]  the local Kubernetes (default {newest}; oldest {oldest}) on loopback\n  demo                     run the example end to end\n  docs [--check]           the book: reference pages from the code (--check: fail when stale), then mdBook into target/book\n  test [--version V] [--e2e] [-- cargo test args]  all tests (--e2e: only those against the cluster) on the local cluster of version V (default newest)\n  bench [N] [--json] [--rounds K]  baseline, kopf and ork on the same job (release build, N Widgets, default 500; K turns each, medians)\n  chaos [--crs N] [--scenarios r1,r2,r3,r4,r7,r8] [--previous REV]  reliability suite: service faults, API server restart, ork SIGKILLs, leader kill, rolling upgrade from REV, shard rebalancing (own cluster, release build, default N 2000; --help for more)\n  fuzz [--cases N] [--seed S] [--target T] [--case I]  the property/fuzz suite (release build; --help for more)\n  helm [ARGS]              the Helm the chart is tested with (built once per machine)",
                 newest = cluster::NEWEST,
                 oldest = cluster::OLDEST,
             );

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::args::{CheckArgs, DEFAULT_KATALOG, RunArgs, SimulateArgs};
 
@@ -90,6 +90,14 @@ enum Command {
         #[arg(long)]
         context: Option<String>,
     },
+    /// Write the book's reference pages (docs/reference) from the code, or with --check fail
+    /// when they differ from it.
+    #[command(hide = true)]
+    Reference {
+        dir: PathBuf,
+        #[arg(long)]
+        check: bool,
+    },
     /// Reconcile a CR now: sets its `orkestra.orkspace.io/requested-at` annotation, which
     /// makes ork start its backoff over and reconcile it at once.
     Retry {
@@ -107,6 +115,11 @@ enum Command {
     },
 }
 
+/// The argument parser, for the reference page of every command and flag.
+pub(crate) fn command() -> clap::Command {
+    Cli::command()
+}
+
 impl Command {
     /// The Katalog file the command reads, if it reads one.
     fn katalog(&self) -> Option<&Path> {
@@ -122,6 +135,7 @@ impl Command {
             Command::Conform(args) => Some(&args.katalog),
             Command::Schema { .. }
             | Command::Retry { .. }
+            | Command::Reference { .. }
             | Command::Explain { .. }
             | Command::E2e(_)
             | Command::Test(_) => None,
@@ -186,6 +200,7 @@ pub fn main() -> ExitCode {
             metacontroller,
             target,
         }) => crate::generate::rbac(&katalog, &target.names(), &controllers, metacontroller),
+        Command::Reference { dir, check } => crate::reference::run(&dir, check),
         Command::Retry {
             target,
             namespace,

@@ -11,6 +11,7 @@ mod guard;
 mod http;
 mod junit;
 mod output;
+mod reference;
 mod retry;
 mod run;
 mod secrets;

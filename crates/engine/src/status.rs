@@ -32,8 +32,24 @@ pub struct Failure<'a> {
 /// error text is at most 1,000 characters): a message is never cut before its cause.
 const MESSAGE_LIMIT: usize = 4096;
 
-/// The conditions ork itself writes; every other one is the service's.
-const ORK_CONDITIONS: [&str; 3] = ["Ready", "Reconciling", "Stalled"];
+/// The conditions ork itself writes, with what each says; every other one is the service's.
+pub const ORK_CONDITIONS: [(&str, &str); 3] = [
+    (
+        "Ready",
+        "`True` (reason `ReconcileSucceeded`) after a successful reconcile; `False` with the failed step's reason and its whole cause otherwise.",
+    ),
+    (
+        "Reconciling",
+        "`True` while a failed reconcile will be retried and a retry may help (kstatus); absent once Ready.",
+    ),
+    (
+        "Stalled",
+        "`True` when no retry will help without a change to the CR, the Katalog, the service or ork's RBAC (kstatus); absent once Ready.",
+    ),
+];
+
+/// `Ready`'s reason after a success.
+pub const SUCCEEDED: &str = "ReconcileSucceeded";
 
 /// Status keys ork itself writes; every other one is the service's.
 const ORK_KEYS: [&str; 2] = ["conditions", "observedGeneration"];
@@ -82,7 +98,7 @@ pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -
         conditions.retain(|c| {
             c.get("type")
                 .and_then(Value::as_str)
-                .is_some_and(|t| ORK_CONDITIONS.contains(&t))
+                .is_some_and(|t| ORK_CONDITIONS.iter().any(|(c, _)| *c == t))
         });
     }
     let stamp = Stamp {
@@ -100,7 +116,7 @@ pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -
         )
     });
     match input.error {
-        None => stamp.upsert(&mut conditions, "Ready", "True", "ReconcileSucceeded", ""),
+        None => stamp.upsert(&mut conditions, "Ready", "True", SUCCEEDED, ""),
         Some(f) => {
             let message = truncate(f.message);
             stamp.upsert(&mut conditions, "Ready", "False", f.reason, &message);

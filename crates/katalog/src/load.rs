@@ -16,8 +16,9 @@ use crate::resolve::resolve;
 use crate::suggest::closest;
 use crate::validate::{Finding, notices, validate};
 
-/// Orkestra features ork deliberately does not implement, with what to do instead.
-const UNSUPPORTED: &[(&str, &str)] = &[
+/// Orkestra fields ork deliberately does not implement (refused wherever they appear), with
+/// what to do instead.
+pub const REFUSED_FIELDS: &[(&str, &str)] = &[
     (
         "onCreate",
         "Orkestra's generic reconciler; ork runs remote reconcilers: move this logic into the service",
@@ -567,7 +568,7 @@ fn collect<T: DeserializeOwned>(
                 fields.remove(&name);
                 let mut place = object.to_vec();
                 place.push(Segment::Map { key: name.clone() });
-                let (msg, hint) = match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                let (msg, hint) = match REFUSED_FIELDS.iter().find(|(n, _)| *n == name) {
                     Some((_, why)) => (
                         format!("\"{name}\" is not supported by ork"),
                         Some((*why).to_string()),

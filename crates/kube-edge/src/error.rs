@@ -15,6 +15,125 @@ pub enum Retry {
     After(std::time::Duration),
 }
 
+/// A condition reason ork writes for a failed step (SPEC §14).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Reason {
+    pub name: &'static str,
+    /// ork will not succeed without a change to the CR, the Katalog, the service or ork's
+    /// RBAC: kstatus `Stalled` rather than `Reconciling`, and no growing retries make it right.
+    pub stalls: bool,
+    pub meaning: &'static str,
+}
+
+const fn reason(name: &'static str, stalls: bool, meaning: &'static str) -> Reason {
+    Reason {
+        name,
+        stalls,
+        meaning,
+    }
+}
+
+const UNDECODABLE: Reason = reason(
+    "Undecodable",
+    true,
+    "The CR cannot be read whole (e.g. nested deeper than 100 levels); it is not sent to the service.",
+);
+const VALIDATION_FAILED: Reason = reason(
+    "ValidationFailed",
+    true,
+    "An `operatorBox.validation` rule with `action: deny` failed; the service was not called.",
+);
+const REQUEST_FAILED: Reason = reason(
+    "RequestFailed",
+    false,
+    "The request could not be built: a template, `args` or an `observe.cross` selector failed.",
+);
+const SERVICE_TIMEOUT: Reason = reason(
+    "ServiceTimeout",
+    false,
+    "The service (or `exec` command) gave no answer within `timeout`.",
+);
+const SERVICE_UNREACHABLE: Reason = reason(
+    "ServiceUnreachable",
+    false,
+    "The connection was refused or the command could not be started.",
+);
+const SERVICE_BUSY: Reason = reason(
+    "ServiceBusy",
+    false,
+    "The service answered 429; the retry comes after its `Retry-After`, without growing the backoff.",
+);
+const SERVICE_ERROR: Reason = reason(
+    "ServiceError",
+    false,
+    "The service answered with an HTTP error status or a redirect, its answer was over `maxResponseBytes`, the connection broke, or the `exec` command failed or printed no JSON.",
+);
+const ENDPOINT_REFUSED: Reason = reason(
+    "EndpointRefused",
+    true,
+    "The endpoint is not a valid URL, or its host is neither the Katalog's nor in `allowedHosts`.",
+);
+const CREDENTIAL_UNAVAILABLE: Reason = reason(
+    "CredentialUnavailable",
+    false,
+    "The credential in `auth` (a Secret, an environment variable) could not be read.",
+);
+const TLS_UNAVAILABLE: Reason = reason(
+    "TLSUnavailable",
+    false,
+    "The CA or client certificate in `tls` could not be read or used.",
+);
+const ANSWER_REJECTED: Reason = reason(
+    "AnswerRejected",
+    true,
+    "The answer broke the protocol (an undeclared type, a bad field, a cap exceeded); nothing of it was applied.",
+);
+const SERVICE_REPORTED: Reason = reason(
+    "ServiceReported",
+    false,
+    "The service answered `result: error` or with `error`; its message is the condition's.",
+);
+const NOT_OWNED: Reason = reason(
+    "NotOwned",
+    true,
+    "An object of the answer exists and belongs to someone else (set `adopt: true` to take it over).",
+);
+const APPLY_FORBIDDEN: Reason = reason(
+    "ApplyForbidden",
+    true,
+    "The API server refused a write with 403: ork's RBAC lacks it (`ork generate rbac`).",
+);
+const APPLY_FAILED: Reason = reason(
+    "ApplyFailed",
+    false,
+    "The API server refused or failed a write (an invalid object, a conflict, unavailable); a conflict is retried at once.",
+);
+const INTERNAL_ERROR: Reason = reason(
+    "InternalError",
+    false,
+    "A bug in ork, caught; please report it.",
+);
+
+/// Every failure reason, in the reference's order.
+pub const REASONS: &[&Reason] = &[
+    &UNDECODABLE,
+    &VALIDATION_FAILED,
+    &REQUEST_FAILED,
+    &SERVICE_TIMEOUT,
+    &SERVICE_UNREACHABLE,
+    &SERVICE_BUSY,
+    &SERVICE_ERROR,
+    &ENDPOINT_REFUSED,
+    &CREDENTIAL_UNAVAILABLE,
+    &TLS_UNAVAILABLE,
+    &ANSWER_REJECTED,
+    &SERVICE_REPORTED,
+    &NOT_OWNED,
+    &APPLY_FORBIDDEN,
+    &APPLY_FAILED,
+    &INTERNAL_ERROR,
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     /// The CR could not be read whole (SPEC §11): nothing of it is sent or applied.
@@ -65,30 +184,35 @@ impl ReconcileError {
     /// The condition reason naming the step that failed (SPEC §14), for `Ready=False` and
     /// `Reconciling`/`Stalled`.
     pub fn reason(&self) -> &'static str {
+        self.cause().name
+    }
+
+    /// The failed step, one of [`REASONS`].
+    pub fn cause(&self) -> &'static Reason {
         use ork_remote::CallError as C;
         match self {
-            ReconcileError::Undecodable(_) => "Undecodable",
-            ReconcileError::Denied(_) => "ValidationFailed",
-            ReconcileError::Request(_) | ReconcileError::Cross(_) => "RequestFailed",
+            ReconcileError::Undecodable(_) => &UNDECODABLE,
+            ReconcileError::Denied(_) => &VALIDATION_FAILED,
+            ReconcileError::Request(_) | ReconcileError::Cross(_) => &REQUEST_FAILED,
             ReconcileError::CallFailed(CallFailed::Call(c)) => match c {
-                C::Timeout { .. } | C::ExecTimeout { .. } => "ServiceTimeout",
-                C::Connect { .. } | C::ExecSpawn { .. } => "ServiceUnreachable",
-                C::Url(_) => "EndpointRefused",
-                C::Busy { .. } => "ServiceBusy",
-                _ => "ServiceError",
+                C::Timeout { .. } | C::ExecTimeout { .. } => &SERVICE_TIMEOUT,
+                C::Connect { .. } | C::ExecSpawn { .. } => &SERVICE_UNREACHABLE,
+                C::Url(_) => &ENDPOINT_REFUSED,
+                C::Busy { .. } => &SERVICE_BUSY,
+                _ => &SERVICE_ERROR,
             },
             ReconcileError::CallFailed(
                 CallFailed::HostNotAllowed { .. } | CallFailed::Endpoint(_),
-            ) => "EndpointRefused",
-            ReconcileError::CallFailed(CallFailed::Credential(_)) => "CredentialUnavailable",
-            ReconcileError::CallFailed(CallFailed::Tls(_)) => "TLSUnavailable",
-            ReconcileError::CallFailed(CallFailed::Replay(_)) => "ServiceError",
-            ReconcileError::InvalidResponse(_) => "AnswerRejected",
-            ReconcileError::ServiceReported(_) => "ServiceReported",
-            ReconcileError::NotOwned(_) => "NotOwned",
-            ReconcileError::WriteFailed(w) if w.is_forbidden() => "ApplyForbidden",
-            ReconcileError::WriteFailed(_) => "ApplyFailed",
-            ReconcileError::Panicked(_) => "InternalError",
+            ) => &ENDPOINT_REFUSED,
+            ReconcileError::CallFailed(CallFailed::Credential(_)) => &CREDENTIAL_UNAVAILABLE,
+            ReconcileError::CallFailed(CallFailed::Tls(_)) => &TLS_UNAVAILABLE,
+            ReconcileError::CallFailed(CallFailed::Replay(_)) => &SERVICE_ERROR,
+            ReconcileError::InvalidResponse(_) => &ANSWER_REJECTED,
+            ReconcileError::ServiceReported(_) => &SERVICE_REPORTED,
+            ReconcileError::NotOwned(_) => &NOT_OWNED,
+            ReconcileError::WriteFailed(w) if w.is_forbidden() => &APPLY_FORBIDDEN,
+            ReconcileError::WriteFailed(_) => &APPLY_FAILED,
+            ReconcileError::Panicked(_) => &INTERNAL_ERROR,
         }
     }
 
@@ -123,15 +247,7 @@ impl ReconcileError {
     /// Whether ork will not succeed without a change to the CR, the Katalog, the service or
     /// ork's RBAC (kstatus `Stalled`), rather than a retry that may (kstatus `Reconciling`).
     pub fn stalls(&self) -> bool {
-        matches!(
-            self.reason(),
-            "Undecodable"
-                | "ValidationFailed"
-                | "AnswerRejected"
-                | "NotOwned"
-                | "ApplyForbidden"
-                | "EndpointRefused"
-        )
+        self.cause().stalls
     }
 
     /// Whether the failure counts toward the entry's `degraded` state: an unreachable API server

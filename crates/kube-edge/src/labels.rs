@@ -28,3 +28,119 @@ pub const APPLIED: &str = "orkestra.orkspace.io/applied";
 pub const PREFIX: &str = "orkestra.orkspace.io/";
 pub const FIELD_MANAGER: &str = "orkestra-remote";
 pub const FINALIZER: &str = "orkestra.orkspace.io/remote-finalizer";
+
+/// Where a mark of ork's sits, for the reference (`docs/reference/observability.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    Label,
+    Annotation,
+    Finalizer,
+    FieldManager,
+}
+
+/// One label, annotation, finalizer or field manager ork writes or reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    pub name: &'static str,
+    pub kind: MarkKind,
+    /// What it sits on: `CR`, `child`, `Lease`.
+    pub on: &'static str,
+    pub meaning: &'static str,
+}
+
+const fn mark(name: &'static str, kind: MarkKind, on: &'static str, meaning: &'static str) -> Mark {
+    Mark {
+        name,
+        kind,
+        on,
+        meaning,
+    }
+}
+
+/// Every mark ork puts on what it manages, in the reference's order.
+pub const MARKS: &[Mark] = &[
+    mark(
+        MANAGED,
+        MarkKind::Label,
+        "child",
+        "`true` on every child ork applied; ork watches children by this label.",
+    ),
+    mark(
+        OWNER_UID,
+        MarkKind::Label,
+        "child",
+        "The owning CR's UID; children are indexed to their CR by it.",
+    ),
+    mark(
+        OWNER,
+        MarkKind::Annotation,
+        "child",
+        "The owner as `<entry>/<namespace>/<name>`.",
+    ),
+    mark(
+        OWNER_KIND,
+        MarkKind::Annotation,
+        "child",
+        "On a child no owner reference can cover (another namespace, cluster-scoped): the owner's `Kind.group`.",
+    ),
+    mark(
+        OWNER_MARK,
+        MarkKind::Annotation,
+        "child",
+        "On a child no owner reference can cover: ork's HMAC-SHA256 over owner and child, keyed by the Secret `orkestra-konductor-owner-key`; without a valid mark such a child is not the CR's.",
+    ),
+    mark(
+        APPLIED,
+        MarkKind::Annotation,
+        "child",
+        "Fingerprint of what ork last applied: an unchanged answer costs no write, also across restarts.",
+    ),
+    mark(
+        MANAGED_BY,
+        MarkKind::Annotation,
+        "CR, child",
+        "The Katalog managing the object (its `metadata.name`, else the entry's name), as Orkestra writes it; rides on writes ork makes anyway.",
+    ),
+    mark(
+        MANAGED_SINCE,
+        MarkKind::Annotation,
+        "CR, child",
+        "Since when ork manages the object (RFC 3339, UTC), written once.",
+    ),
+    mark(
+        HEALTH,
+        MarkKind::Annotation,
+        "CR",
+        "JSON: `state` (`healthy` or `failing`), `consecutiveFailures` and `lastError` of the CR's last reconcile; rewritten only when it changes.",
+    ),
+    mark(
+        METRICS,
+        MarkKind::Annotation,
+        "CR",
+        "JSON: `lastResult`, `lastDurationMs`, `reconcileCount` and `seal` (what the last successful reconcile saw, so a restart skips an unchanged CR); rewritten only when the result or seal changes.",
+    ),
+    mark(
+        REQUESTED_AT,
+        MarkKind::Annotation,
+        "CR",
+        "Written by you or `ork retry` (any new value, e.g. a timestamp): reconcile the CR now, its backoff started over.",
+    ),
+    mark(
+        FINALIZER,
+        MarkKind::Finalizer,
+        "CR",
+        "With `remote.finalize: true`: held until the service answers a finalize call with `finalized: true` and ork has deleted the CR's children. Metacontroller entries use `metacontroller.io/compositecontroller-<name>` or `…/decoratorcontroller-<name>` instead.",
+    ),
+    mark(
+        FIELD_MANAGER,
+        MarkKind::FieldManager,
+        "child",
+        "The field manager of ork's server-side applies of children.",
+    ),
+    mark(
+        crate::lease::GROUP_LABEL,
+        MarkKind::Label,
+        "Lease",
+        "On the leader and shard Leases (value `orkestra-konductor`), so replicas find each other's Leases.",
+    ),
+];

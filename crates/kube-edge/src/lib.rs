@@ -20,6 +20,7 @@ mod controller;
 pub mod discovery;
 mod entry;
 pub mod error;
+pub mod event_reasons;
 mod fnv;
 mod index;
 pub mod install;
@@ -45,5 +46,6 @@ pub mod wire;
 
 pub use controller::{RunError, RunOptions};
 pub use entry::EntryError;
+pub use metrics::specimen as metrics_specimen;
 pub use ports::{Owner, WriteError};
 pub use runtime::{EntryReport, Runtime};

@@ -331,3 +331,42 @@ impl Metrics {
         out
     }
 }
+
+/// Every metric with one sample of each label set, in exposition format: what the reference
+/// lists (name, type, help, labels). Label values are placeholders.
+pub fn specimen() -> String {
+    let m = Metrics::new();
+    let took = Duration::from_millis(1);
+    m.reconciled("<entry>", "<result>", took);
+    m.failed("<entry>", "<reason>");
+    m.queue_wait("<entry>", took);
+    m.apply_duration("<entry>", "<kind>", took);
+    m.remote_call("<entry>", "<outcome>", took);
+    m.unchanged_at_start("<entry>");
+    m.undecodable("<entry>", "<kind>");
+    m.applied("<entry>", "<kind>", "<result>");
+    m.set_shards_held(1);
+    m.shard_queue_depth(0, 0);
+    m.set_leader(true);
+    m.entry_gauges("<entry>", 0, 0, "healthy");
+    m.encode()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A metric the specimen does not exercise would show in the reference without its labels.
+    #[test]
+    fn the_specimen_has_a_sample_of_every_metric() {
+        let text = super::specimen();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap_or_default();
+                assert!(
+                    text.lines()
+                        .any(|l| !l.starts_with('#') && l.starts_with(name)),
+                    "{name} has no sample in specimen()"
+                );
+            }
+        }
+    }
+}

@@ -53,25 +53,47 @@ pub(crate) fn resources(_: &mut SchemaGenerator) -> Schema {
         "type": "object",
         "required": ["apiVersion", "kind", "metadata"],
         "properties": {
-            "apiVersion": {"type": "string", "pattern": API_VERSION_PATTERN},
-            "kind": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9]*$"},
+            "apiVersion": {
+                "type": "string",
+                "pattern": API_VERSION_PATTERN,
+                "description": "A version the API server serves for a type the entry's `managedResources` declares."
+            },
+            "kind": {
+                "type": "string",
+                "pattern": "^[A-Za-z][A-Za-z0-9]*$",
+                "description": "The object's kind, of a type `managedResources` declares."
+            },
             "metadata": {
                 "type": "object",
                 "required": ["name"],
+                "description": "The object's metadata; `ownerReferences`, `managedFields`, `resourceVersion`, `uid` and the other fields the server sets are dropped, and ork adds its own labels, annotations and (in the CR's namespace) an owner reference to the CR.",
                 "properties": {
-                    "name": {"type": "string", "maxLength": 253, "pattern": NAME_PATTERN},
-                    "namespace": {"type": ["string", "null"]},
+                    "name": {
+                        "type": "string",
+                        "maxLength": 253,
+                        "pattern": NAME_PATTERN,
+                        "description": "The object's name; not the CR itself, and no other entry of `resources` may name the same object."
+                    },
+                    "namespace": {
+                        "type": ["string", "null"],
+                        "description": "Absent: the CR's namespace. Another one (ork's own included) only when the type's `managedResources` entry lists it in `namespaces`."
+                    },
                     "labels": {
                         "type": ["object", "null"],
-                        "additionalProperties": {"type": "string", "maxLength": 63}
+                        "additionalProperties": {"type": "string", "maxLength": 63},
+                        "description": "The object's labels: valid label keys and values."
                     },
                     "annotations": {
                         "type": ["object", "null"],
-                        "additionalProperties": {"type": "string"}
+                        "additionalProperties": {"type": "string"},
+                        "description": "The object's annotations: valid keys, at most 256 KiB in all."
                     }
                 }
             },
-            "forceConflict": {"type": ["boolean", "null"]}
+            "forceConflict": {
+                "type": ["boolean", "null"],
+                "description": "This object's own `forceConflict` (taken off before it is applied), over the entry's."
+            }
         }
     });
     let mut variants = vec![full];
@@ -85,4 +107,54 @@ pub(crate) fn resources(_: &mut SchemaGenerator) -> Schema {
         "maxItems": Limits::default().children,
         "items": {"oneOf": variants}
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// The paths of properties, anywhere in `node`, with no `description` (their own, or their
+    /// `$ref` target's).
+    fn undocumented(root: &Value, node: &Value, path: &str, out: &mut Vec<String>) {
+        match node {
+            Value::Object(map) => {
+                if let Some(Value::Object(properties)) = map.get("properties") {
+                    for (name, p) in properties {
+                        let target = p
+                            .get("$ref")
+                            .and_then(Value::as_str)
+                            .and_then(|r| r.strip_prefix('#'))
+                            .and_then(|r| root.pointer(r));
+                        let described = p.get("description").is_some()
+                            || target.is_some_and(|t| t.get("description").is_some());
+                        if !described {
+                            out.push(format!("{path}.{name}"));
+                        }
+                    }
+                }
+                for (key, value) in map {
+                    undocumented(root, value, &format!("{path}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    undocumented(root, item, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_field_of_the_request_and_the_answer_has_a_description() {
+        for schema in [
+            schemars::schema_for!(crate::Request),
+            schemars::schema_for!(crate::Response),
+        ] {
+            let schema = schema.to_value();
+            let mut out = Vec::new();
+            undocumented(&schema, &schema, "", &mut out);
+            assert!(out.is_empty(), "fields without a description: {out:#?}");
+        }
+    }
 }

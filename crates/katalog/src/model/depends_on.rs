@@ -10,9 +10,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DependsOn {
+    /// No dependencies.
     #[default]
     None,
+    /// Entry names, each to be `started`.
     List(Vec<String>),
+    /// Entry names with the condition each must meet.
     Map(BTreeMap<String, Dependency>),
 }
 
@@ -20,8 +23,13 @@ pub enum DependsOn {
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(untagged)]
 pub enum Dependency {
+    /// The condition alone.
     Condition(DependencyCondition),
-    Full { condition: DependencyCondition },
+    /// The condition as a map.
+    Full {
+        /// What the named entry must be before this entry's workers start.
+        condition: DependencyCondition,
+    },
 }
 
 impl Dependency {
@@ -49,9 +57,12 @@ impl DependsOn {
     }
 }
 
+/// What an entry named in `dependsOn` must be before the dependent entry's workers start.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum DependencyCondition {
+    /// Started: its CRs listed and its own dependencies met.
     Started,
+    /// Started, and its health `healthy` (or, with no CRs yet, no failure).
     Healthy,
 }

@@ -16,33 +16,44 @@ use crate::template::{Notes, SharedNotes, Template};
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrdEntry {
+    /// `false` keeps the entry in the file, but ork neither starts it nor grants it RBAC.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Free text about the entry, shown by `/katalog/{entry}`.
     #[serde(default)]
     pub description: Option<String>,
     /// Orkestra's `mode`; only `dynamic` applies to ork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = [crate::validate::DYNAMIC_MODE, null]))]
     pub mode: Option<String>,
-    /// Complete after loading: taken from `crdFile` when not written (and checked against it
-    /// when written).
+    /// The CRs' type: group, version, kind and plural. Taken from `crdFile` when not written
+    /// (and checked against it when written).
     #[serde(default)]
     pub api_types: ApiTypes,
-    /// The CRD manifest, resolved against the Katalog's folder.
+    /// The CRD manifest (a file, relative to the Katalog's folder): `apiTypes` and the scope
+    /// are read from it, and `ork run` installs or updates it before watching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crd_file: Option<PathBuf>,
-    /// Sample CRs applied once the CRD is established (development helper), resolved paths.
+    /// Sample CRs applied once the CRD is established, relative to the Katalog's folder: a
+    /// development helper, which `ork run --no-dev-files` (as the bundle runs it) skips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cr_files: Vec<PathBuf>,
-    /// Manifests applied at start (development helper), resolved paths.
+    /// Manifests applied when the entry starts, relative to the Katalog's folder: a
+    /// development helper, which `ork run --no-dev-files` (as the bundle runs it) skips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup: Vec<PathBuf>,
+    /// Whether the CRs are namespaced. With `crdFile` the CRD's scope decides, and a
+    /// different value here is an error.
     #[serde(default = "yes")]
     pub namespaced: bool,
-    /// Watch only this namespace; empty watches all.
+    /// Watch only this namespace (the generated RBAC is then a Role there); empty watches all.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// Only CRs carrying all of these labels are watched (a label selector `key=value,…`).
     #[serde(default)]
     pub label_selector: BTreeMap<String, String>,
+    /// Only CRs matching all of these fields are watched (a field selector such as
+    /// `metadata.name=x`).
     #[serde(default)]
     pub field_selector: BTreeMap<String, String>,
     /// Labels written onto each CR (values are templates over the CR).
@@ -57,12 +68,19 @@ pub struct CrdEntry {
     /// CRs in these namespaces are never reconciled (same patterns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restricted_namespaces: Vec<String>,
+    /// Orkestra's switches for the entry's HTTP routes; read and shown, but ork serves its
+    /// routes whatever they say.
     #[serde(default)]
     pub endpoints: Endpoints,
+    /// Entries this one waits for: its workers start only once each is started (or healthy,
+    /// as asked).
     #[serde(default)]
     pub depends_on: DependsOn,
+    /// Whether children are server-side applied with `force`, taking fields another field
+    /// manager owns; `false` makes such a conflict a failed apply. Absent: `true`.
     #[serde(default)]
     pub force_conflict: Option<bool>,
+    /// What ork does for each CR: gates, validation, the objects sent along, and the call.
     pub operator_box: OperatorBox,
     #[serde(skip)]
     #[schemars(skip)]
@@ -149,29 +167,37 @@ pub fn namespace_matches(namespace: &str, pattern: &str) -> bool {
     namespace == pattern
 }
 
+/// `apiTypes`: the custom resource type an entry reconciles.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiTypes {
+    /// The CRs' API group (`example.com`).
     #[serde(default)]
     pub group: String,
+    /// The version ork watches the CRs in; from `crdFile`, its served storage version (else
+    /// the first served one) when not written.
     #[serde(default)]
     pub version: String,
+    /// The CRs' kind (`WebApp`).
     #[serde(default)]
     pub kind: String,
+    /// The CRs' resource name, lowercase plural (`webapps`).
     #[serde(default)]
     pub plural: String,
 }
 
-/// `endpoints`: which of ork's per-entry HTTP routes exist (all by default).
+/// `endpoints`: Orkestra's switches for an entry's HTTP routes. ork reads them, shows them in
+/// `/katalog/{entry}` and serves its routes whatever they say.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Endpoints {
+    /// Orkestra's switch for all of the entry's routes; no effect in ork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// `/katalog/{entry}/health` (and the health annotation on CRs).
+    /// Orkestra's switch for `/katalog/{entry}/health`; no effect in ork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<bool>,
-    /// `/katalog/{entry}`.
+    /// Orkestra's switch for `/katalog/{entry}`; no effect in ork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<bool>,
 }

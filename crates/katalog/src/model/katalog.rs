@@ -13,13 +13,19 @@ use crate::problem::Problem;
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Katalog {
+    /// The Katalog format's version.
+    #[schemars(extend("const" = crate::validate::API_VERSION))]
     pub api_version: String,
+    /// The kind of file; Orkestra's Komposer and Motif files are not read.
+    #[schemars(extend("const" = crate::validate::KIND))]
     pub kind: String,
+    /// Who made the Katalog and what it is, shown by `ork validate` and `/katalog`.
     #[serde(default)]
     pub metadata: KatalogMeta,
     /// Template functions defined by the Katalog, usable in every templated field.
     #[serde(default, skip_serializing_if = "NotesBlock::is_empty")]
     pub notes: NotesBlock,
+    /// The custom resource types ork reconciles.
     pub spec: KatalogSpec,
     /// What `ork validate` should tell the user that is not an error (for example that a
     /// templated Secret name widens RBAC). Filled by [`crate::load_file`].
@@ -28,26 +34,36 @@ pub struct Katalog {
     pub notices: Vec<Problem>,
 }
 
+/// The Katalog's `metadata`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KatalogMeta {
+    /// The Katalog's name, written in the `orkestra.orkspace.io/managed-by` annotation of CRs
+    /// and children; empty: the entry's name is written instead.
     #[serde(default)]
     pub name: String,
     /// Orkestra's tenant grouping of entries (shown by `/katalog`; no effect on watching).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Free text, shown by `ork validate` and `/katalog`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The Katalog's own version, shown by `ork validate` and `/katalog`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Shown by `ork validate` and `/katalog`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// Shown by `ork validate` and `/katalog`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub license: Option<String>,
+    /// Shown by `ork validate` and `/katalog`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The Katalog's own labels, shown by `/katalog` (not written on any object).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The Katalog's own annotations, shown by `/katalog` (not written on any object).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
 }
@@ -56,6 +72,7 @@ pub struct KatalogMeta {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NotesBlock {
+    /// Named template expressions, called as `{{ name }}` in any template of the Katalog.
     #[serde(default)]
     pub functions: Vec<NoteFunction>,
 }
@@ -72,17 +89,25 @@ impl NotesBlock {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NoteFunction {
+    /// The name templates call it by: letters, digits and `_`, not a sentinel's, nor a
+    /// built-in function's without `shadow`.
     pub name: String,
+    /// Free text for the reader; ork does not use it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// A template (Go syntax) rendered with the caller's data and arguments; its output,
+    /// trimmed, is the value (`true` and `false` become booleans).
     pub expression: String,
     /// Acknowledges that this note replaces a built-in function of the same name.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shadow: bool,
 }
 
+/// The Katalog's `spec`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KatalogSpec {
+    /// The entries, by name: each key, a lowercase DNS label, names the entry in logs, metrics
+    /// and health URLs; each value is one custom resource type and its reconciler.
     pub crds: BTreeMap<String, CrdEntry>,
 }

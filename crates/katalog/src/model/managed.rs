@@ -20,15 +20,15 @@ pub struct ManagedResource {
     pub kind: Option<String>,
     /// `apiVersion` as written.
     pub api_version: Option<String>,
-    /// Orkestra's per-resource `name`: the only object name children of this type may have.
+    /// Orkestra's per-resource `name`: checked to be a literal name, not otherwise used by ork.
     pub name: Option<String>,
     /// Orkestra's per-resource `namespace` (also added to `namespaces`).
     pub namespace: Option<String>,
     /// Other namespaces children of this type may be written to.
     pub namespaces: Vec<String>,
     pub cluster_scoped: bool,
-    /// ork may take over an existing object of this type that no CR owns (SPEC §11); without
-    /// it such an object is a failed reconcile that names it.
+    /// ork may take over an existing object of this type that this CR does not own (SPEC §11);
+    /// without it such an object is a failed reconcile that names it.
     pub adopt: bool,
     /// For RoleBindings and ClusterRoleBindings: the only roles their `roleRef` may name
     /// (SPEC §11). ork's RBAC gets `bind` on exactly these; an answer binding another role is
@@ -43,7 +43,9 @@ pub struct ManagedResource {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BindRole {
+    /// `ClusterRole` or `Role` (a ClusterRoleBinding binds ClusterRoles only).
     pub kind: String,
+    /// The role's name, a literal.
     pub name: String,
 }
 
@@ -100,24 +102,41 @@ impl ManagedResource {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedResourceSpec {
+    /// The API group (`""` for the core group); absent: taken from `apiVersion`, or from a
+    /// built-in `kind`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The version ork watches the children in; absent: from `apiVersion`, else the one the
+    /// API server prefers. An answer may use any version the server serves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The resource name, lowercase plural (`deployments`); absent: from a built-in `kind`,
+    /// else found through discovery by `kind` when ork starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plural: Option<String>,
+    /// The children's kind (`Deployment`); a built-in kind alone names the type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// `group/version` (`v1` for the core group), naming the type with `kind`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// Orkestra's object name for this type: ork checks it is a literal name and does not use
+    /// it otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// One more namespace children of this type may be written to (added to `namespaces`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Namespaces other than the CR's that children of this type may be written to; the only
+    /// way to allow ork's own namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// Allows children of a cluster-scoped type; without it an answer with one is refused.
+    /// Built-in cluster-scoped kinds set it themselves.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster_scoped: bool,
+    /// ork may take over an existing object of this type that this CR does not own; without
+    /// it such an object fails the reconcile, named.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopt: bool,
     /// RoleBindings and ClusterRoleBindings only: the roles (`{kind: ClusterRole|Role, name}`)

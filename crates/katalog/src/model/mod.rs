@@ -37,3 +37,55 @@ pub use remote::{RateLimit, Remote};
 /// Rendered output lives with the rendering; named here too so `model::RenderedMetadata` stays.
 pub use crate::render::RenderedMetadata;
 pub use crate::sentinel::Sentinel;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// The `$defs` types whose fields are documented elsewhere: a condition's operators
+    /// (`crate::condition`).
+    const DOCUMENTED_ELSEWHERE: [&str; 1] = ["Condition"];
+
+    /// The paths of properties, anywhere in `node`, with no `description` (their own, or their
+    /// `$ref` target's).
+    fn undocumented(root: &Value, node: &Value, path: &str, out: &mut Vec<String>) {
+        match node {
+            Value::Object(map) => {
+                if let Some(Value::Object(properties)) = map.get("properties") {
+                    for (name, p) in properties {
+                        let target = p
+                            .get("$ref")
+                            .and_then(Value::as_str)
+                            .and_then(|r| r.strip_prefix('#'))
+                            .and_then(|r| root.pointer(r));
+                        let described = p.get("description").is_some()
+                            || target.is_some_and(|t| t.get("description").is_some());
+                        if !described {
+                            out.push(format!("{path}.{name}"));
+                        }
+                    }
+                }
+                for (key, value) in map {
+                    if path == "/$defs" && DOCUMENTED_ELSEWHERE.contains(&key.as_str()) {
+                        continue;
+                    }
+                    undocumented(root, value, &format!("{path}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    undocumented(root, item, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_field_of_the_katalog_has_a_description() {
+        let schema = schemars::schema_for!(crate::Katalog).to_value();
+        let mut out = Vec::new();
+        undocumented(&schema, &schema, "", &mut out);
+        assert!(out.is_empty(), "fields without a description: {out:#?}");
+    }
+}

@@ -7,27 +7,36 @@ use serde::{Deserialize, Serialize};
 
 use super::defaults::yes;
 
+/// `remote.payload`: what of the CR and its children the request carries.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Payload {
+    /// What of the CR is sent as the request's `object`.
     #[serde(default)]
     pub object: ObjectPayload,
+    /// Which children are sent in `prepared.children`, and what of them.
     #[serde(default)]
     pub children: ChildrenPayload,
 }
 
+/// `payload.object`: the CR as sent.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectPayload {
+    /// Dot paths removed from the CR before it is sent (`spec.secret`); a path the CR does
+    /// not have is skipped.
     #[serde(default)]
     pub exclude: Vec<String>,
 }
 
+/// `payload.children`: the children as sent.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildrenPayload {
+    /// `false` sends `prepared.children` empty.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Dot paths removed from every child before it is sent (`metadata.annotations`).
     #[serde(default)]
     pub exclude: Vec<String>,
     /// When set, only these child types (lowercase kind, e.g. `deployment`) are sent, each
@@ -41,9 +50,12 @@ pub struct ChildrenPayload {
     pub secret_values: bool,
 }
 
+/// `payload.children.resources.<type>`: how children of one type are sent.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildResourcePayload {
+    /// Dot paths removed from this type's children instead of the root `exclude` (`null` or
+    /// absent: the root `exclude`; `[]`: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<Vec<String>>,
 }

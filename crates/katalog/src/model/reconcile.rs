@@ -5,20 +5,31 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::remote::Remote;
 use crate::duration::Duration;
+use crate::limits::{
+    MAX_MULTIPLIER, MAX_WORKERS, MIN_ATTEMPTS, MIN_FAILURE_THRESHOLD, MIN_MULTIPLIER, MIN_WORKERS,
+};
 
-/// `operatorBox.reconcile`.
+/// `operatorBox.reconcile`: how ork calls the service for the entry's CRs, how often, and how
+/// it retries.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Reconcile {
     /// Orkestra starts its built-in reconciler unless this is `false`; ork requires `false`.
     #[serde(default)]
     pub default: Option<bool>,
+    /// How many of the entry's CRs this replica reconciles at once.
     #[serde(default = "default_workers")]
+    #[schemars(range(min = MIN_WORKERS, max = MAX_WORKERS))]
     pub workers: u32,
+    /// How often each CR is reconciled again when nothing changed, at its own phase of the
+    /// period (a hash of its key), so resyncs spread out; `0s` turns resyncs off.
     #[serde(default = "default_resync")]
     pub resync: Duration,
+    /// Retries after a failed reconcile, and when the entry counts as degraded.
     #[serde(default)]
     pub queue: Queue,
+    /// As the entry's `forceConflict`, which it overrides; an answer's resource may override
+    /// both.
     #[serde(default)]
     pub force_conflict: Option<bool>,
     /// What a start (or a leader change, or a shard gained) does with CRs that have not
@@ -27,6 +38,8 @@ pub struct Reconcile {
     /// Orkestra does.
     #[serde(default)]
     pub on_start: OnStart,
+    /// The service that decides for each CR, and what it may return. ork requires it (with
+    /// `default: false`).
     #[serde(default)]
     pub remote: Option<Remote>,
 }
@@ -43,16 +56,24 @@ pub enum OnStart {
     Call,
 }
 
+/// `operatorBox.reconcile.queue`: retries of failed reconciles and the entry's `degraded`
+/// threshold.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Queue {
+    /// Failed reconciles in a row, across the entry's CRs, after which the entry's health is
+    /// `degraded` (and `/katalog/{entry}/health` answers 503); a success resets the count.
     #[serde(default = "default_failure_threshold")]
+    #[schemars(range(min = MIN_FAILURE_THRESHOLD))]
     pub failure_threshold: u32,
+    /// Per-CR exponential backoff between a failed reconcile and its retry, reset on success:
+    /// a duration (the first delay) or `{initial, max, multiplier, maxAttempts}`.
     #[serde(default)]
     pub retry_backoff: RetryBackoff,
     /// Calls per failure series (the first included); then the object waits for its next
-    /// event or resync. Unlimited when absent.
+    /// event or resync. Unlimited when absent; wins over `retryBackoff.maxAttempts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = MIN_ATTEMPTS))]
     pub max_attempts: Option<u32>,
 }
 
@@ -96,26 +117,38 @@ impl Default for RetryBackoff {
     }
 }
 
-/// The map form of `retryBackoff`.
+/// `retryBackoff` as a map.
+// Its schema, which [`RetryBackoff`]'s hand-written `json_schema` publishes, carries the bounds
+// `validate` checks, from the same constants.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RetryBackoffFields {
+    /// The delay before the first retry after a failure; must be above zero and at most
+    /// `max`.
     #[serde(default = "default_backoff_initial")]
     initial: Duration,
+    /// The longest delay between two tries. Absent: 5m, or `initial` when that is longer.
     #[serde(default)]
     max: Option<Duration>,
+    /// Each further delay is the one before times this, up to `max`.
     #[serde(default = "default_backoff_multiplier")]
+    #[schemars(range(min = MIN_MULTIPLIER, max = MAX_MULTIPLIER))]
     multiplier: f64,
+    /// As `queue.maxAttempts`, which wins over it.
     #[serde(default)]
+    #[schemars(range(min = MIN_ATTEMPTS))]
     max_attempts: Option<u32>,
 }
 
-/// Schema of `retryBackoff`: a duration or the map.
+/// Per-CR exponential backoff between a failed reconcile and its retry, reset on success: a
+/// duration (the first delay) or a map.
 #[derive(JsonSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
 enum RetryBackoffSchema {
+    /// The first delay; the others as the map's defaults.
     Initial(Duration),
+    /// Every setting of the backoff.
     Fields(RetryBackoffFields),
 }
 

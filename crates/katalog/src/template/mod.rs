@@ -26,6 +26,7 @@ pub use compiled::{Notes, Template, is_template};
 pub use context::{Facts, RenderContext};
 pub use error::TemplateError;
 pub use funcs::NAMES as BUILTIN_FUNCTIONS;
+pub use funcs::{FunctionDoc, functions, unsupported_families};
 pub use parse::MAX_DEPTH;
 pub use print::text as print_value;
 

@@ -46,6 +46,9 @@ pub(super) fn check_entry(
     check_reconcile(f, &p, &ob.reconcile, &plain);
 }
 
+/// The one `mode` ork runs (also the schema's `enum`).
+pub(crate) const DYNAMIC_MODE: &str = "dynamic";
+
 /// The entry name is a DNS label; `mode`, when written, is `dynamic`.
 fn check_name_and_mode(f: &mut Findings, p: &str, name: &str, entry: &CrdEntry) {
     if !is_dns_label(name) {
@@ -56,7 +59,7 @@ fn check_name_and_mode(f: &mut Findings, p: &str, name: &str, entry: &CrdEntry) 
         );
     }
     if let Some(mode) = &entry.mode
-        && mode != "dynamic"
+        && mode != DYNAMIC_MODE
     {
         f.add(
             format!("{p}.mode"),

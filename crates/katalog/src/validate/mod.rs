@@ -27,11 +27,16 @@ use entry::check_entry;
 use findings::Findings;
 use notes::check_notes;
 
+pub use crate::limits::{MAX_BURST, MAX_QPS, MIN_QPS};
+pub(crate) use entry::DYNAMIC_MODE;
 pub use findings::Finding;
 pub(crate) use notices::notices;
-pub use remote::{MAX_BURST, MAX_QPS, MIN_QPS};
+pub(crate) use remote::HTTP_TRANSPORT;
 
+/// The one `apiVersion` of a Katalog (also the schema's `const`).
 pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
+/// The one `kind` of a Katalog (also the schema's `const`).
+pub const KIND: &str = "Katalog";
 
 /// Every semantic problem in `katalog`.
 pub fn validate(katalog: &Katalog) -> Vec<Finding> {
@@ -43,11 +48,13 @@ pub fn validate(katalog: &Katalog) -> Vec<Finding> {
             Some(&format!("use `apiVersion: {API_VERSION}`")),
         );
     }
-    if katalog.kind != "Katalog" {
+    if katalog.kind != KIND {
         f.add(
             "kind",
-            format!("kind \"{}\" is not a Katalog", katalog.kind),
-            Some("use `kind: Katalog` (Komposer and Motif files are not supported)"),
+            format!("kind \"{}\" is not a {KIND}", katalog.kind),
+            Some(&format!(
+                "use `kind: {KIND}` (Komposer and Motif files are not supported)"
+            )),
         );
     }
     if katalog.spec.crds.is_empty() {

@@ -2,14 +2,17 @@
 
 use super::findings::{Findings, Scope};
 use super::remote::check_remote;
+use crate::limits::{
+    MAX_MULTIPLIER, MAX_WORKERS, MIN_ATTEMPTS, MIN_FAILURE_THRESHOLD, MIN_MULTIPLIER, MIN_WORKERS,
+};
 use crate::model::{Queue, Reconcile};
 
 pub(super) fn check_reconcile(f: &mut Findings, p: &str, r: &Reconcile, plain: &Scope) {
     let rp = format!("{p}.operatorBox.reconcile");
-    if r.workers == 0 || r.workers > 64 {
+    if !(MIN_WORKERS..=MAX_WORKERS).contains(&r.workers) {
         f.add(
             format!("{rp}.workers"),
-            "workers must be between 1 and 64",
+            format!("workers must be between {MIN_WORKERS} and {MAX_WORKERS}"),
             None,
         );
     }
@@ -50,10 +53,10 @@ fn check_queue(f: &mut Findings, rp: &str, queue: &Queue) {
             None,
         );
     }
-    if !(b.multiplier >= 1.0 && b.multiplier <= 10.0) {
+    if !(MIN_MULTIPLIER..=MAX_MULTIPLIER).contains(&b.multiplier) {
         f.add(
             format!("{rp}.queue.retryBackoff.multiplier"),
-            "multiplier must be between 1 and 10",
+            format!("multiplier must be between {MIN_MULTIPLIER} and {MAX_MULTIPLIER}"),
             None,
         );
     }
@@ -61,18 +64,18 @@ fn check_queue(f: &mut Findings, rp: &str, queue: &Queue) {
         ("queue.maxAttempts", queue.max_attempts),
         ("queue.retryBackoff.maxAttempts", b.max_attempts),
     ] {
-        if attempts == Some(0) {
+        if attempts.is_some_and(|n| n < MIN_ATTEMPTS) {
             f.add(
                 format!("{rp}.{path}"),
-                "maxAttempts must be at least 1 (the first call counts)",
+                format!("maxAttempts must be at least {MIN_ATTEMPTS} (the first call counts)"),
                 Some("remove it for unlimited retries"),
             );
         }
     }
-    if queue.failure_threshold == 0 {
+    if queue.failure_threshold < MIN_FAILURE_THRESHOLD {
         f.add(
             format!("{rp}.queue.failureThreshold"),
-            "failureThreshold must be at least 1",
+            format!("failureThreshold must be at least {MIN_FAILURE_THRESHOLD}"),
             None,
         );
     }

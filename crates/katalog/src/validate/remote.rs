@@ -8,14 +8,12 @@ use super::findings::{Findings, Scope};
 use super::functions::{check_functions, check_template_str};
 use super::managed::check_managed_resources;
 use super::payload::check_payload;
+use crate::limits::{MAX_BURST, MAX_QPS, MIN_BURST, MIN_QPS, MIN_RESPONSE_BYTES};
 use crate::model::{RateLimit, Remote};
 use crate::template::{Template, is_template};
 
-/// Bounds of `remote.rateLimit.qps` (calls per second).
-pub const MIN_QPS: f64 = 0.001;
-pub const MAX_QPS: f64 = 1_000_000.0;
-/// Largest `remote.rateLimit.burst`.
-pub const MAX_BURST: u32 = 1_000_000;
+/// The one transport `remote.type` (or `protocol`) may name (also the schema's `enum`).
+pub(crate) const HTTP_TRANSPORT: &str = "http";
 
 pub(super) fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &Scope) {
     check_transport(f, rp, remote, scope);
@@ -116,7 +114,7 @@ fn check_exec_only(f: &mut Findings, rp: &str, remote: &Remote) {
 /// `type` is `http`; `timeout` and `maxResponseBytes` are positive.
 fn check_call_limits(f: &mut Findings, rp: &str, remote: &Remote) {
     if let Some(t) = &remote.transport
-        && t != "http"
+        && t != HTTP_TRANSPORT
     {
         f.add(
             format!("{rp}.type"),
@@ -135,10 +133,10 @@ fn check_call_limits(f: &mut Findings, rp: &str, remote: &Remote) {
             None,
         );
     }
-    if remote.max_response_bytes == 0 {
+    if remote.max_response_bytes < MIN_RESPONSE_BYTES {
         f.add(
             format!("{rp}.maxResponseBytes"),
-            "maxResponseBytes must be positive",
+            format!("maxResponseBytes must be at least {MIN_RESPONSE_BYTES}"),
             None,
         );
     }
@@ -155,10 +153,13 @@ fn check_rate_limit(f: &mut Findings, rp: &str, rl: &RateLimit) {
             Some("calls per second, e.g. qps: 5 (0.1 is one call every 10s)"),
         );
     }
-    if rl.burst == 0 || rl.burst > MAX_BURST {
+    if !(MIN_BURST..=MAX_BURST).contains(&rl.burst) {
         f.add(
             format!("{rp}.rateLimit.burst"),
-            format!("burst must be between 1 and {MAX_BURST}, got {}", rl.burst),
+            format!(
+                "burst must be between {MIN_BURST} and {MAX_BURST}, got {}",
+                rl.burst
+            ),
             None,
         );
     }

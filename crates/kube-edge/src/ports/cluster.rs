@@ -244,7 +244,7 @@ impl Cluster for KubeCluster {
             self.recorder
                 .publish(event, &reference)
                 .await
-                .map_err(|e| WriteError::EventFailed(e.to_string()))
+                .map_err(|e| WriteError::EventFailed(super::write::message(&e)))
         })
     }
 
@@ -280,7 +280,7 @@ impl Cluster for KubeCluster {
             let list = api
                 .list(&Default::default())
                 .await
-                .map_err(|e| failed(e.to_string()))?;
+                .map_err(|e| failed(super::write::message(&e)))?;
             Ok(list
                 .items
                 .into_iter()

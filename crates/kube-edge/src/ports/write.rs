@@ -88,8 +88,9 @@ impl WriteError {
     }
 }
 
-/// The API server's own words for a refused request, else the client error.
-fn message(e: &kube::Error) -> String {
+/// The API server's own words for a refused request (its message and code, not the debug
+/// dump kube's `Display` adds), else the client error.
+pub(crate) fn message(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
         other => other.to_string(),

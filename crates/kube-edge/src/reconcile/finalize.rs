@@ -63,7 +63,7 @@ pub(super) async fn finalize(
         Ok(Success::Finalized) => {
             tracing::info!("finalized; finalizer removed");
             Some(normal(
-                format!("{kind}Finalized"),
+                crate::event_reasons::FINALIZED.of(kind),
                 format!("Children deleted and finalizer removed for {}", job.key),
             ))
         }

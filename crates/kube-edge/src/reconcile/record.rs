@@ -95,7 +95,7 @@ pub(super) async fn record(
         // First success, recovery, or children changed: worth telling. A steady success is not.
         None if !was_ok || outcome.changed_children => events.push(Event {
             type_: EventType::Normal,
-            reason: format!("{kind}Reconciled"),
+            reason: crate::event_reasons::RECONCILED.of(kind),
             note: Some(format!("Remote reconciler succeeded for {}", key_of(cr))),
             action: "Reconcile".into(),
             secondary: None,
@@ -110,7 +110,7 @@ pub(super) async fn record(
         for w in decision.map_or(&[][..], |d| d.warnings.as_slice()) {
             events.push(Event {
                 type_: EventType::Warning,
-                reason: format!("{kind}AnswerWarning"),
+                reason: crate::event_reasons::ANSWER_WARNING.of(kind),
                 note: Some(clean(w, ERROR_TEXT)),
                 action: "Reconcile".into(),
                 secondary: None,
@@ -204,7 +204,7 @@ async fn decorated(
             if outcome.changed_children {
                 events.push(Event {
                     type_: EventType::Normal,
-                    reason: "Decorated".into(),
+                    reason: crate::event_reasons::DECORATED.of(&ctx.cr_resource.kind),
                     note: Some(format!(
                         "{} attachments brought to what its sync hook wants",
                         ctx.name
@@ -259,7 +259,7 @@ fn service_event(e: &ork_protocol::ServiceEvent, ports: Ports<'_>) -> Event {
 pub(super) fn warning(kind: &str, message: &str) -> Event {
     Event {
         type_: EventType::Warning,
-        reason: format!("{kind}ReconcileError"),
+        reason: crate::event_reasons::RECONCILE_ERROR.of(kind),
         note: Some(clean(message, ERROR_TEXT)),
         action: "Reconcile".into(),
         secondary: None,

@@ -20,11 +20,15 @@ pub(crate) enum FieldKind {
     Object,
 }
 
+/// One field of an intent type: its name in `fields`, the JSON it takes, whether it is
+/// required, and what it becomes in the built object (published as its `description`).
 #[derive(Debug)]
 pub(crate) struct FieldSpec {
     pub name: &'static str,
     pub kind: FieldKind,
     pub required: bool,
+    /// What the field becomes in the object ork builds, and the default ork uses without it.
+    pub doc: &'static str,
 }
 
 /// One intent type: its name on the wire, the Kubernetes type it builds (empty for `custom`,
@@ -37,28 +41,70 @@ pub(crate) struct IntentType {
     pub fields: &'static [FieldSpec],
 }
 
-const fn field(name: &'static str, kind: FieldKind) -> FieldSpec {
+const fn field(name: &'static str, kind: FieldKind, doc: &'static str) -> FieldSpec {
     FieldSpec {
         name,
         kind,
         required: false,
+        doc,
     }
 }
 
-const fn required(name: &'static str, kind: FieldKind) -> FieldSpec {
+const fn required(name: &'static str, kind: FieldKind, doc: &'static str) -> FieldSpec {
     FieldSpec {
         name,
         kind,
         required: true,
+        doc,
     }
 }
 
 use FieldKind::{Flag, Integer, Object, Text, TextList, TextMap};
 
-const NAME: FieldSpec = required("name", Text);
-const LABELS: FieldSpec = field("labels", TextMap);
-const ANNOTATIONS: FieldSpec = field("annotations", TextMap);
-const FORCE_CONFLICT: FieldSpec = field("forceConflict", Flag);
+const NAME: FieldSpec = required("name", Text, "The object's `metadata.name`.");
+/// A workload's name, which its one container takes too.
+const WORKLOAD_NAME: FieldSpec = required(
+    "name",
+    Text,
+    "The object's `metadata.name`, and its container's name (so a DNS label).",
+);
+const LABELS: FieldSpec = field(
+    "labels",
+    TextMap,
+    "The object's `metadata.labels`, besides ork's own (`orkestra.orkspace.io/managed: \"true\"`, `orkestra-owner: <CR name>`); not put on pod templates.",
+);
+const ANNOTATIONS: FieldSpec = field(
+    "annotations",
+    TextMap,
+    "The object's `metadata.annotations`.",
+);
+const FORCE_CONFLICT: FieldSpec = field(
+    "forceConflict",
+    Flag,
+    "This object's own `forceConflict` (also allowed next to `fields`, where it must agree), over the entry's; not part of the object.",
+);
+const IMAGE: FieldSpec = required("image", Text, "The container's `image`.");
+const REPLICAS: FieldSpec = field("replicas", Integer, "`spec.replicas`; absent or 0: 1.");
+const CONTAINER_PORT: FieldSpec = field(
+    "port",
+    Integer,
+    "The container's one port (`containerPort`, TCP), 1 to 65535; absent or 0: none.",
+);
+const ENV: FieldSpec = field(
+    "env",
+    TextMap,
+    "The container's `env`: variable name → value, in name order.",
+);
+const COMMAND: FieldSpec = field(
+    "command",
+    TextList,
+    "The container's `command` (a string is a list of one).",
+);
+const ARGS: FieldSpec = field(
+    "args",
+    TextList,
+    "The container's `args` (a string is a list of one).",
+);
 
 /// Every intent type, in the order of SPEC §2.2. The fields are Orkestra's, plus three ork
 /// additions: deployment `args`, service `selector` (merged with `orkestra-owner`) and custom
@@ -69,13 +115,13 @@ pub(crate) const TYPES: &[IntentType] = &[
         group: "apps",
         kind: "Deployment",
         fields: &[
-            NAME,
-            required("image", Text),
-            field("replicas", Integer),
-            field("port", Integer),
-            field("env", TextMap),
-            field("command", TextList),
-            field("args", TextList),
+            WORKLOAD_NAME,
+            IMAGE,
+            REPLICAS,
+            CONTAINER_PORT,
+            ENV,
+            COMMAND,
+            ARGS,
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -87,10 +133,22 @@ pub(crate) const TYPES: &[IntentType] = &[
         kind: "Service",
         fields: &[
             NAME,
-            required("port", Integer),
-            field("targetPort", Integer),
-            field("type", Text),
-            field("selector", TextMap),
+            required("port", Integer, "`spec.ports[0].port` (TCP), 1 to 65535."),
+            field(
+                "targetPort",
+                Integer,
+                "`spec.ports[0].targetPort`, 1 to 65535; absent or 0: `port`.",
+            ),
+            field(
+                "type",
+                Text,
+                "`spec.type`: `ClusterIP`, `NodePort` or `LoadBalancer`; absent: `ClusterIP` (also for another value, with a warning).",
+            ),
+            field(
+                "selector",
+                TextMap,
+                "Labels added to `spec.selector`, which always holds `orkestra-owner: <CR name>` (the pods of the CR's workload intents).",
+            ),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -102,7 +160,11 @@ pub(crate) const TYPES: &[IntentType] = &[
         kind: "ConfigMap",
         fields: &[
             NAME,
-            field("data", TextMap),
+            field(
+                "data",
+                TextMap,
+                "`data` (numbers and booleans written as strings); absent: none.",
+            ),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -114,9 +176,21 @@ pub(crate) const TYPES: &[IntentType] = &[
         kind: "Secret",
         fields: &[
             NAME,
-            field("data", TextMap),
-            field("stringData", TextMap),
-            field("secretType", Text),
+            field(
+                "data",
+                TextMap,
+                "`data`: base64 values (checked); absent: none.",
+            ),
+            field(
+                "stringData",
+                TextMap,
+                "`stringData`: plain-text values; absent: none.",
+            ),
+            field(
+                "secretType",
+                Text,
+                "`type`; absent: `Opaque`. `kubernetes.io/service-account-token` needs `serviceAccountTokens` on the managed resource.",
+            ),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -134,12 +208,24 @@ pub(crate) const TYPES: &[IntentType] = &[
         kind: "Ingress",
         fields: &[
             NAME,
-            field("host", Text),
-            required("serviceName", Text),
-            field("servicePort", Integer),
-            field("path", Text),
-            field("pathType", Text),
-            field("ingressClass", Text),
+            field("host", Text, "The one rule's `host`; absent: every host."),
+            required("serviceName", Text, "The backend Service's name."),
+            field(
+                "servicePort",
+                Integer,
+                "The backend Service's port, 1 to 65535; absent or 0: 80.",
+            ),
+            field("path", Text, "The one path's `path`; absent: `/`."),
+            field(
+                "pathType",
+                Text,
+                "The path's `pathType`: `Prefix`, `Exact` or `ImplementationSpecific`; absent: `Prefix` (also for another value, with a warning).",
+            ),
+            field(
+                "ingressClass",
+                Text,
+                "`spec.ingressClassName`; absent: not set.",
+            ),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -150,12 +236,16 @@ pub(crate) const TYPES: &[IntentType] = &[
         group: "apps",
         kind: "StatefulSet",
         fields: &[
-            NAME,
-            required("image", Text),
-            field("replicas", Integer),
-            field("port", Integer),
-            field("serviceName", Text),
-            field("env", TextMap),
+            WORKLOAD_NAME,
+            IMAGE,
+            REPLICAS,
+            CONTAINER_PORT,
+            field(
+                "serviceName",
+                Text,
+                "`spec.serviceName` (immutable once created); absent: empty.",
+            ),
+            ENV,
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -166,11 +256,15 @@ pub(crate) const TYPES: &[IntentType] = &[
         group: "batch",
         kind: "Job",
         fields: &[
-            NAME,
-            required("image", Text),
-            field("command", TextList),
-            field("args", TextList),
-            field("backoffLimit", Integer),
+            WORKLOAD_NAME,
+            IMAGE,
+            COMMAND,
+            ARGS,
+            field(
+                "backoffLimit",
+                Integer,
+                "`spec.backoffLimit`; absent or 0: 3.",
+            ),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -181,13 +275,17 @@ pub(crate) const TYPES: &[IntentType] = &[
         group: "batch",
         kind: "CronJob",
         fields: &[
-            NAME,
-            required("image", Text),
-            required("schedule", Text),
-            field("command", TextList),
-            field("args", TextList),
-            field("concurrencyPolicy", Text),
-            field("suspend", Flag),
+            WORKLOAD_NAME,
+            IMAGE,
+            required("schedule", Text, "`spec.schedule`, in cron syntax."),
+            COMMAND,
+            ARGS,
+            field(
+                "concurrencyPolicy",
+                Text,
+                "`spec.concurrencyPolicy`: `Allow`, `Forbid` or `Replace`, case ignored (another value is `Allow`, with a warning); absent: not set.",
+            ),
+            field("suspend", Flag, "`spec.suspend`; absent: `false`."),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -198,12 +296,20 @@ pub(crate) const TYPES: &[IntentType] = &[
         group: "",
         kind: "",
         fields: &[
-            required("apiVersion", Text),
-            required("kind", Text),
+            required(
+                "apiVersion",
+                Text,
+                "The object's `apiVersion`, of a type `managedResources` declares.",
+            ),
+            required("kind", Text, "The object's `kind`."),
             NAME,
-            field("namespace", Text),
-            field("spec", Object),
-            field("data", Object),
+            field(
+                "namespace",
+                Text,
+                "`metadata.namespace`; absent: the CR's namespace.",
+            ),
+            field("spec", Object, "The object's `spec`, as given."),
+            field("data", Object, "The object's `data`, as given."),
             LABELS,
             ANNOTATIONS,
             FORCE_CONFLICT,
@@ -428,6 +534,7 @@ fn field_schema(f: &FieldSpec) -> Value {
     if !f.required {
         schema = json!({"anyOf": [schema, {"type": "null"}]});
     }
+    schema["description"] = json!(f.doc);
     schema
 }
 
@@ -450,9 +557,43 @@ pub(crate) fn intent_schema(t: &IntentType) -> Value {
         "type": "object",
         "required": ["type", "fields"],
         "properties": {
-            "type": {"const": t.name},
-            "fields": {"type": "object", "properties": properties, "required": required},
-            "forceConflict": {"type": ["boolean", "null"]}
+            "type": {"const": t.name, "description": "The intent type."},
+            "fields": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "description": "The fields ork builds the object from; a field the type does not know is ignored, with a warning."
+            },
+            "forceConflict": {
+                "type": ["boolean", "null"],
+                "description": "This object's own `forceConflict`, over the entry's (as the field of that name)."
+            }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_of_every_intent_type_has_a_doc_and_the_schema_shows_it() {
+        for t in TYPES {
+            let schema = intent_schema(t);
+            for f in t.fields {
+                assert!(
+                    f.doc.len() > 10 && f.doc.ends_with('.'),
+                    "{} intent field {} has no doc: {:?}",
+                    t.name,
+                    f.name,
+                    f.doc
+                );
+                assert_eq!(
+                    schema["properties"]["fields"]["properties"][f.name]["description"], f.doc,
+                    "{} intent field {}",
+                    t.name, f.name
+                );
+            }
+        }
+    }
 }
