@@ -25,36 +25,50 @@ impl EventReason {
     }
 }
 
-pub const RECONCILED: EventReason = EventReason {
-    suffix: "Reconciled",
-    kind_prefixed: true,
-    type_: "Normal",
-    meaning: "A first success, a recovery after failures, or a reconcile that changed children (a steady success records none).",
-};
-pub const RECONCILE_ERROR: EventReason = EventReason {
-    suffix: "ReconcileError",
-    kind_prefixed: true,
-    type_: "Warning",
-    meaning: "A failed reconcile or finalize, with its cause; the same cause again counts up one series, a new cause starts another.",
-};
-pub const ANSWER_WARNING: EventReason = EventReason {
-    suffix: "AnswerWarning",
-    kind_prefixed: true,
-    type_: "Warning",
-    meaning: "Something the answer check let through but ignored (an intent field ork does not know), told when the reconcile is news.",
-};
-pub const FINALIZED: EventReason = EventReason {
-    suffix: "Finalized",
-    kind_prefixed: true,
-    type_: "Normal",
-    meaning: "The service answered `finalized: true`, the children were deleted and ork's finalizer removed.",
-};
-pub const DECORATED: EventReason = EventReason {
-    suffix: "Decorated",
-    kind_prefixed: false,
-    type_: "Normal",
-    meaning: "A Metacontroller DecoratorController's attachments were brought to what its sync hook wants.",
-};
+const fn reason(
+    suffix: &'static str,
+    kind_prefixed: bool,
+    type_: &'static str,
+    meaning: &'static str,
+) -> EventReason {
+    EventReason {
+        suffix,
+        kind_prefixed,
+        type_,
+        meaning,
+    }
+}
+
+pub const RECONCILED: EventReason = reason(
+    "Reconciled",
+    true,
+    "Normal",
+    "A first success, a recovery after failures, or a reconcile that changed children (a steady success records none).",
+);
+pub const RECONCILE_ERROR: EventReason = reason(
+    "ReconcileError",
+    true,
+    "Warning",
+    "A failed reconcile or finalize, with its cause; the same cause again counts up one series, a new cause starts another.",
+);
+pub const ANSWER_WARNING: EventReason = reason(
+    "AnswerWarning",
+    true,
+    "Warning",
+    "Something the answer check let through but ignored (an intent field ork does not know), told when the reconcile is news.",
+);
+pub const FINALIZED: EventReason = reason(
+    "Finalized",
+    true,
+    "Normal",
+    "The service answered `finalized: true`, the children were deleted and ork's finalizer removed.",
+);
+pub const DECORATED: EventReason = reason(
+    "Decorated",
+    false,
+    "Normal",
+    "A Metacontroller DecoratorController's attachments were brought to what its sync hook wants.",
+);
 
 /// Every event reason ork writes itself, in the reference's order.
 pub const EVENT_REASONS: &[EventReason] = &[

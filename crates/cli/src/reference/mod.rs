@@ -105,6 +105,37 @@ mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/reference")
     }
 
+    /// Every field the reference lists says what it is: its own doc comment, or its type's.
+    /// A condition's operators are documented together on the Katalog page's `Condition`.
+    #[test]
+    fn every_field_of_the_katalog_the_request_and_the_answer_has_a_description() {
+        let mut undocumented = Vec::new();
+        for (name, schema) in [
+            ("katalog", schemars::schema_for!(ork_katalog::Katalog)),
+            ("request", schemars::schema_for!(ork_protocol::Request)),
+            ("response", schemars::schema_for!(ork_protocol::Response)),
+        ] {
+            let schema = schema.to_value();
+            let shared = super::schema::shared_types(&schema);
+            let mut fields = super::schema::fields(&schema, &schema, "", &shared);
+            for ty in shared.iter().filter(|t| *t != "Condition") {
+                if let Some(def) = schema.pointer(&format!("/$defs/{ty}")) {
+                    fields.extend(super::schema::fields(&schema, def, ty, &shared));
+                }
+            }
+            undocumented.extend(
+                fields
+                    .into_iter()
+                    .filter(|f| f.doc.is_empty() && !f.path.starts_with("resources[]"))
+                    .map(|f| format!("{name}: {}", f.path)),
+            );
+        }
+        assert!(
+            undocumented.is_empty(),
+            "fields without a description: {undocumented:#?}"
+        );
+    }
+
     /// Changing a Katalog default, a template function, a flag, a metric or a reason without
     /// regenerating the pages fails here.
     #[test]
