@@ -553,6 +553,38 @@ async fn a_cr_whose_service_is_down_says_service_unreachable_and_is_not_stalled(
     Ok(())
 }
 
+/// `queue.maxAttempts` used up: no retry comes until the CR changes or resyncs, so the CR
+/// says Stalled (kstatus), not Reconciling, with the reason of its last failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cr_that_used_all_its_attempts_is_stalled_until_it_changes() -> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let katalog = katalog(&ns.name, &http("http://127.0.0.1:1/reconcile"), "").replace(
+        "queue: {retryBackoff: {initial: 200ms, max: 2s}}",
+        "queue: {maxAttempts: 2, retryBackoff: {initial: 200ms, max: 2s}}",
+    );
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "spent", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    let obj = ork_test_support::wait_for("spent stalled after its attempts", WAIT, || async {
+        let obj = api.get("spent").await.ok()?;
+        condition(&obj, "Stalled")
+            .filter(|(s, r, _)| s == "True" && r == "ServiceUnreachable")
+            .map(|_| obj)
+    })
+    .await?;
+    assert!(
+        condition(&obj, "Reconciling").is_none(),
+        "{:?}",
+        obj.data["status"]
+    );
+    let (_, reason, _) = condition(&obj, "Ready").unwrap_or_default();
+    assert_eq!(reason, "ServiceUnreachable");
+    let (ok, said) = kubectl_wait(&ns.name, "spent", "Stalled", "20s")?;
+    assert!(ok, "{said}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_apply_the_api_server_forbids_says_apply_forbidden_stalls_and_kubectl_wait_works()
 -> Result<()> {

@@ -44,7 +44,7 @@ pub const ORK_CONDITIONS: [(&str, &str); 3] = [
     ),
     (
         "Stalled",
-        "`True` when no retry will help without a change to the CR, the Katalog, the service or ork's RBAC (kstatus); absent once Ready.",
+        "`True` when no retry will help without a change to the CR, the Katalog, the service or ork's RBAC, or when `queue.maxAttempts` is used up (kstatus); absent once Ready.",
     ),
 ];
 

@@ -198,6 +198,20 @@ impl EntryContext {
         self
     }
 
+    /// Whether `e`, failing the `attempt`th call of its series, leaves ork nothing to retry
+    /// (kstatus `Stalled`): a failure no retry helps, or the last of `queue.maxAttempts`
+    /// (the CR then waits for its next change or resync).
+    pub fn stalls(&self, e: &crate::error::ReconcileError, attempt: u32) -> bool {
+        let last = self
+            .entry
+            .operator_box
+            .reconcile
+            .queue
+            .max_attempts()
+            .is_some_and(|max| attempt >= max);
+        e.stalls() || (last && e.retry() == crate::error::Retry::Backoff)
+    }
+
     /// The Metacontroller controller this entry runs, if it runs one.
     pub fn composite(&self) -> Option<&ork_katalog::metacontroller::Composite> {
         self.entry.metacontroller.as_deref()

@@ -511,7 +511,11 @@ impl EntryState {
             Ok(Success::Deleting) => ("deleting", None, false),
             Ok(Success::Finalized) => ("finalized", None, false),
             Ok(Success::FinalizePending(_)) => ("finalizing", None, false),
-            Err(e) => ("error", error.or_else(|| Some(e.to_string())), e.stalls()),
+            Err(e) => (
+                "error",
+                error.or_else(|| Some(e.to_string())),
+                self.ctx.stalls(e, attempt),
+            ),
         };
         // A reconcile that went well keeps the answer; its request (mostly the CR and its
         // children, which the cluster holds) only when it did not: a fifth of the memory.

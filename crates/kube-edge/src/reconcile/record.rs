@@ -69,7 +69,7 @@ pub(super) async fn record(
         .map(|(e, message)| Failure {
             message,
             reason: e.reason(),
-            stalled: e.stalls(),
+            stalled: ctx.stalls(e, job.attempt),
         });
     let input = StatusInput {
         error: failure,
