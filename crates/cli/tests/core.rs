@@ -509,6 +509,17 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
     );
     let untouched = maps.get("web-settings").await?;
     assert_eq!(untouched.data.unwrap_or_default()["from"], "someone");
+    // The flight recorder keeps the plan with its refused step, for `ork explain`.
+    let addr = _ork.http().await?;
+    let path = format!("/katalog/webapp/objects/{}/web", ns.name);
+    let (code, body) = get_as(addr, &path, &admin_token()?).await?;
+    assert_eq!(code, 200, "{body}");
+    let record: serde_json::Value = serde_json::from_str(&body)?;
+    let steps = record["records"][0]["plan"]["steps"].to_string();
+    assert!(
+        steps.contains("refused") && steps.contains("web-settings"),
+        "{record:#}"
+    );
 
     // An object created while ork runs is known too, and so is one that carries ork's label
     // without ork having written it (the children's watch sees it, the other watch does not).

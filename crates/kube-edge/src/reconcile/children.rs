@@ -30,13 +30,17 @@ pub(super) async fn apply(
     owner: &Owner,
     decision: &Decision,
     own: &mut OwnWrites,
-) -> Result<Plan, ReconcileError> {
+    planned: &mut Plan,
+) -> Result<(), ReconcileError> {
     let Some(children) = &decision.resources else {
-        return Ok(Plan::default());
+        return Ok(());
     };
     let targets = gather(ctx, ports, owner, children).await?;
     let kind_of = |i: usize| ctx.children[i].managed.kind.clone();
-    let plan = plan(owner, &targets, &job.children, ctx.remote.prune, kind_of);
+    // Kept for the flight recorder whatever happens next: a refused step or a failed write
+    // shows in `ork explain` with the plan it belonged to.
+    *planned = plan(owner, &targets, &job.children, ctx.remote.prune, kind_of);
+    let plan = &*planned;
     tracing::debug!(plan = %plan, "planned");
     if let Some(reason) = plan.refused() {
         return Err(ReconcileError::NotOwned(reason.to_string()));
@@ -75,7 +79,7 @@ pub(super) async fn apply(
             .await?;
         tracing::info!(kind = %t.managed.kind, child = %step.at.name, "deleted to recreate");
     }
-    Ok(plan)
+    Ok(())
 }
 
 /// Each desired child with what the watches know of it. A name ork has not seen among its own

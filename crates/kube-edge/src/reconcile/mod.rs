@@ -144,7 +144,9 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         (Ok(_), Some(e)) => Err(ReconcileError::WriteFailed(e)),
         (outcome, _) => outcome,
     };
-    let planned = !plan.steps.is_empty() || decision.is_some();
+    // An empty plan says something only of an answer that was applied ("none asked for"); an
+    // answer with `error` is not applied, and its record keeps no plan.
+    let planned = !plan.steps.is_empty() || outcome.is_ok();
     Done {
         outcome,
         own,
@@ -168,7 +170,7 @@ async fn call_and_apply(
     finalize::ensure_finalizer(ctx, ports, &job.cr).await?;
     let decision = ask(ctx, ports, job, owner, false, exchange).await?;
     if !matches!(decision.outcome, Outcome::Error { .. }) {
-        *plan = children::apply(ctx, ports, job, owner, &decision, own).await?;
+        children::apply(ctx, ports, job, owner, &decision, own, plan).await?;
     }
     Ok(decision)
 }
