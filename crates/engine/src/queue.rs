@@ -14,8 +14,9 @@ pub enum Reason {
     Resync,
     Requeue,
     Retry,
-    /// This replica gained the CR's shard or the leadership: its CRs are looked at, and those
-    /// unchanged since ork's last successful reconcile are not called (SPEC §17).
+    /// This replica took over the CR's shard: its CRs are looked at, and those unchanged since
+    /// ork's last successful reconcile are not called (SPEC §17). At a start or a leadership
+    /// gained the CRs come as `Create`, looked at the same way.
     Gained,
     /// An object the CR's related-objects rules select changed (a Metacontroller
     /// controller's customize hook, SPEC §15).
