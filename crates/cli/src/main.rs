@@ -2,6 +2,7 @@
 
 mod args;
 mod cli;
+mod commands;
 mod conform;
 mod controllers;
 mod e2e;

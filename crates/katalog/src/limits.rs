@@ -3,6 +3,15 @@
 //! the check in `validate` (and its message) and the published JSON Schema use, so the two
 //! cannot disagree.
 
+/// The Katalog's `apiVersion`.
+pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
+/// The Katalog's `kind`.
+pub const KIND: &str = "Katalog";
+/// The one `mode` ork reads (Orkestra's `typed` compiles Go types in).
+pub const DYNAMIC_MODE: &str = "dynamic";
+/// The one HTTP `remote.type` (Orkestra's `grpc` is reserved there too).
+pub const HTTP_TRANSPORT: &str = "http";
+
 /// Largest Katalog (and CRD) file ork reads: refused before parsing.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// Deepest nesting (maps, lists, flow collections) a Katalog may have: refused before parsing.
@@ -97,6 +106,6 @@ mod tests {
             schema["properties"]["apiVersion"]["const"],
             crate::API_VERSION
         );
-        assert_eq!(schema["properties"]["kind"]["const"], crate::validate::KIND);
+        assert_eq!(schema["properties"]["kind"]["const"], super::KIND);
     }
 }

@@ -476,7 +476,7 @@ mod tests {
                     .collect();
                 match words.as_slice() {
                     ["ork", ..] => {
-                        if let Err(e) = crate::cli::command().try_get_matches_from(&words) {
+                        if let Err(e) = crate::commands::command().try_get_matches_from(&words) {
                             use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
                             if !matches!(e.kind(), DisplayHelp | DisplayVersion) {
                                 let first = e.to_string();

@@ -7,7 +7,7 @@ use clap::Command;
 use super::markdown::{cell, code, table};
 
 pub fn page() -> String {
-    let root = crate::cli::command();
+    let root = crate::commands::command();
     let mut out = String::from("# Command line\n\n");
     out.push_str(super::generated_notice());
     let _ = writeln!(

@@ -24,7 +24,7 @@ pub struct CrdEntry {
     pub description: Option<String>,
     /// Orkestra's `mode`; only `dynamic` applies to ork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = [crate::validate::DYNAMIC_MODE, null]))]
+    #[schemars(extend("enum" = [crate::limits::DYNAMIC_MODE, null]))]
     pub mode: Option<String>,
     /// The CRs' type: group, version, kind and plural. Taken from `crdFile` when not written
     /// (and checked against it when written).

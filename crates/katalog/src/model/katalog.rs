@@ -14,10 +14,10 @@ use crate::problem::Problem;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Katalog {
     /// The Katalog format's version.
-    #[schemars(extend("const" = crate::validate::API_VERSION))]
+    #[schemars(extend("const" = crate::limits::API_VERSION))]
     pub api_version: String,
     /// The kind of file; Orkestra's Komposer and Motif files are not read.
-    #[schemars(extend("const" = crate::validate::KIND))]
+    #[schemars(extend("const" = crate::limits::KIND))]
     pub kind: String,
     /// Who made the Katalog and what it is, shown by `ork validate` and `/katalog`.
     #[serde(default)]

@@ -36,7 +36,7 @@ pub struct Remote {
     pub env: BTreeMap<String, String>,
     /// Orkestra's transport selector (`type`, later `protocol`); only `http` exists.
     #[serde(default, alias = "protocol", rename = "type")]
-    #[schemars(extend("enum" = [crate::validate::HTTP_TRANSPORT, null]))]
+    #[schemars(extend("enum" = [crate::limits::HTTP_TRANSPORT, null]))]
     pub transport: Option<String>,
     /// How long one call may take, HTTP or exec; past it the call fails (and a command is
     /// killed with every process it started).

@@ -10,6 +10,7 @@ use super::metadata::check_metadata;
 use super::namespaces::check_namespace_guards;
 use super::observe::check_observe;
 use super::reconcile::check_reconcile;
+use crate::limits::DYNAMIC_MODE;
 use crate::model::{ApiTypes, CrdEntry, Katalog};
 use crate::sentinel::Sentinel;
 
@@ -45,9 +46,6 @@ pub(super) fn check_entry(
     check_observe(f, katalog, &p, ob, &plain);
     check_reconcile(f, &p, &ob.reconcile, &plain);
 }
-
-/// The one `mode` ork runs (also the schema's `enum`).
-pub(crate) const DYNAMIC_MODE: &str = "dynamic";
 
 /// The entry name is a DNS label; `mode`, when written, is `dynamic`.
 fn check_name_and_mode(f: &mut Findings, p: &str, name: &str, entry: &CrdEntry) {

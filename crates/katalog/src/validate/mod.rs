@@ -27,16 +27,9 @@ use entry::check_entry;
 use findings::Findings;
 use notes::check_notes;
 
-pub use crate::limits::{MAX_BURST, MAX_QPS, MIN_QPS};
-pub(crate) use entry::DYNAMIC_MODE;
+pub use crate::limits::{API_VERSION, KIND, MAX_BURST, MAX_QPS, MIN_QPS};
 pub use findings::Finding;
 pub(crate) use notices::notices;
-pub(crate) use remote::HTTP_TRANSPORT;
-
-/// The one `apiVersion` of a Katalog (also the schema's `const`).
-pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
-/// The one `kind` of a Katalog (also the schema's `const`).
-pub const KIND: &str = "Katalog";
 
 /// Every semantic problem in `katalog`.
 pub fn validate(katalog: &Katalog) -> Vec<Finding> {

@@ -8,12 +8,9 @@ use super::findings::{Findings, Scope};
 use super::functions::{check_functions, check_template_str};
 use super::managed::check_managed_resources;
 use super::payload::check_payload;
-use crate::limits::{MAX_BURST, MAX_QPS, MIN_BURST, MIN_QPS, MIN_RESPONSE_BYTES};
+use crate::limits::{HTTP_TRANSPORT, MAX_BURST, MAX_QPS, MIN_BURST, MIN_QPS, MIN_RESPONSE_BYTES};
 use crate::model::{RateLimit, Remote};
 use crate::template::{Template, is_template};
-
-/// The one transport `remote.type` (or `protocol`) may name (also the schema's `enum`).
-pub(crate) const HTTP_TRANSPORT: &str = "http";
 
 pub(super) fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &Scope) {
     check_transport(f, rp, remote, scope);
