@@ -9,7 +9,7 @@ use super::markdown::{cell, code, table};
 pub fn page() -> String {
     let root = crate::commands::command();
     let mut out = String::from("# Command line\n\n");
-    out.push_str(super::generated_notice());
+    out.push_str(super::markdown::GENERATED);
     let _ = writeln!(
         out,
         "{}. Every command prints its own help with `--help`; a flag with an environment \

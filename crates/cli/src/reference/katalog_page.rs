@@ -18,7 +18,7 @@ pub fn page() -> String {
     let shared = shared_types(&schema);
     let rows = fields(&schema, &schema, "", &shared);
     let mut out = String::from("# Katalog fields\n\n");
-    out.push_str(super::generated_notice());
+    out.push_str(super::markdown::GENERATED);
     out.push_str(
         "A Katalog (`apiVersion: orkestra.orkspace.io/v1`, `kind: Katalog`) names the custom \
          resources ork reconciles and, for each, the service that decides. `ork validate` checks \

@@ -1,5 +1,8 @@
 //! Markdown pieces the reference pages are made of.
 
+/// The first lines of every generated page.
+pub const GENERATED: &str = "<!-- Generated from the code by `cargo xtask docs` (`ork reference`); do not edit. A test fails when this page is stale. -->\n\n";
+
 /// A table cell: one line, pipes escaped, and `<`/`>` outside code spans written as entities
 /// so that `<nil>` is text, not an HTML tag.
 pub fn cell(text: &str) -> String {

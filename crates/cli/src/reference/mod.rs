@@ -92,11 +92,6 @@ pub fn run(dir: &Path, check: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The first lines of every generated page.
-fn generated_notice() -> &'static str {
-    "<!-- Generated from the code by `cargo xtask docs` (`ork reference`); do not edit. A test fails when this page is stale. -->\n\n"
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;

@@ -7,7 +7,7 @@ use super::markdown::{cell, code, table};
 
 pub fn page() -> String {
     let mut out = String::from("# Metrics, marks, conditions and events\n\n");
-    out.push_str(super::generated_notice());
+    out.push_str(super::markdown::GENERATED);
     out.push_str(
         "What ork writes for people and tools to read. The flight recorder, `ork explain` and \
          the status page are in the debugging guide.\n\n",

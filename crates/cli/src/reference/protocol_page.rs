@@ -14,7 +14,7 @@ pub fn page() -> String {
     let response =
         serde_json::to_value(schemars::schema_for!(ork_protocol::Response)).unwrap_or(Value::Null);
     let mut out = String::from("# Request, answer and intents\n\n");
-    out.push_str(super::generated_notice());
+    out.push_str(super::markdown::GENERATED);
     out.push_str(
         "ork calls the entry's service with one JSON request per reconcile (an HTTP `POST`, or \
          an `exec` command's standard input) and reads one JSON answer. The whole answer is \

@@ -6,7 +6,7 @@ use super::markdown::{cell, code, table};
 
 pub fn page() -> String {
     let mut out = String::from("# Template functions\n\n");
-    out.push_str(super::generated_notice());
+    out.push_str(super::markdown::GENERATED);
     out.push_str(
         "Templated Katalog fields (the endpoint, `args`, labels and annotations, `observe.cross` \
          selectors, gate and validation values…) are Go templates: `{{ .spec.replicas }}`, \
