@@ -243,32 +243,12 @@ async fn idempotence(
     let Some((built, first)) = base else {
         return no_base();
     };
-    let sent = prober.send(&built.cr, built.body.clone()).await;
-    let (judged, notes) = judge(&sent, &built.policy, promises);
-    let again = match judged {
-        Ok(a) => a,
-        Err(problems) => {
-            return (
-                "the same request sent again got no usable answer".into(),
-                Verdict::Fail(problems),
-                notes,
-            );
-        }
+    let texts = Again {
+        unusable: "the same request sent again got no usable answer",
+        same: "the same request twice got the same answer",
+        differs: "the same request twice got different answers (expected: the first answer; found: the second)",
     };
-    let diff = differences(first, &again);
-    if diff.is_empty() {
-        (
-            "the same request twice got the same answer".into(),
-            Verdict::Pass,
-            notes,
-        )
-    } else {
-        (
-            "the same request twice got different answers (expected: the first answer; found: the second)".into(),
-            Verdict::Fail(diff),
-            notes,
-        )
-    }
+    sent_again(prober, built, built.body.clone(), first, promises, texts).await
 }
 
 /// Fields a later version of the protocol may add, at the top and inside `prepared`, must not
@@ -496,31 +476,41 @@ async fn determinism(
             );
         }
     };
+    let texts = Again {
+        unusable: "the first request sent again got no usable answer",
+        same: "the first request, sent again after the others with its fields in reverse order, got the same answer",
+        differs: "the first request, sent again after the others with its fields in reverse order, got another answer (expected: the first answer)",
+    };
+    sent_again(prober, built, body, first, promises, texts).await
+}
+
+/// What a check that sends a request again says in each case.
+struct Again {
+    unusable: &'static str,
+    same: &'static str,
+    differs: &'static str,
+}
+
+/// Sends `body` for the base request's CR and compares its answer with the `first` one.
+async fn sent_again(
+    prober: &Prober,
+    built: &Built,
+    body: Vec<u8>,
+    first: &[u8],
+    promises: &Promises,
+    texts: Again,
+) -> Found {
     let sent = prober.send(&built.cr, body).await;
     let (judged, notes) = judge(&sent, &built.policy, promises);
     let answer = match judged {
         Ok(a) => a,
-        Err(problems) => {
-            return (
-                "the first request sent again got no usable answer".into(),
-                Verdict::Fail(problems),
-                notes,
-            );
-        }
+        Err(problems) => return (texts.unusable.into(), Verdict::Fail(problems), notes),
     };
     let diff = differences(first, &answer);
     if diff.is_empty() {
-        (
-            "the first request, sent again after the others with its fields in reverse order, got the same answer".into(),
-            Verdict::Pass,
-            notes,
-        )
+        (texts.same.into(), Verdict::Pass, notes)
     } else {
-        (
-            "the first request, sent again after the others with its fields in reverse order, got another answer (expected: the first answer)".into(),
-            Verdict::Fail(diff),
-            notes,
-        )
+        (texts.differs.into(), Verdict::Fail(diff), notes)
     }
 }
 
