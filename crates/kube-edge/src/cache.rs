@@ -1,10 +1,12 @@
 //! What the watches saw, kept small: each object as its compact JSON text (the watches already
-//! drop `managedFields`), parsed again only when a reconcile or a cross lookup reads it.
+//! drop `managedFields`), packed against an object of its kind ([`crate::packed`]), unpacked and
+//! parsed again only when a reconcile or a cross lookup reads it.
 //!
 //! kube-runtime's reflector store held every object as a parsed `DynamicObject`: about 3.6 KB
 //! of heap for a small ConfigMap (a tree node per map, an `ApiResource` copy in every key).
-//! Text costs what the object's JSON costs, a few hundred bytes; a reconcile parses its CR and
-//! its children, a few microseconds against the milliseconds of its API calls.
+//! Text costs what the object's JSON costs, a few hundred bytes, and packed about a quarter of
+//! that; a reconcile unpacks and parses its CR and its children, a few microseconds against the
+//! milliseconds of its API calls.
 //!
 //! Same contract as the reflector store: a (re-)list is buffered and replaces the whole content
 //! only when it is complete, so readers never see half a list; [`Cache::readiness`] tells when
@@ -22,12 +24,14 @@ use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use crate::labels::OWNER_UID;
+use crate::packed::{Packed, Packer};
 use crate::wire::Lean;
 
 type Objects<V> = HashMap<Box<str>, V>;
 
-/// The reading side, cheap to clone. `V` is what is kept per object: by default its JSON text.
-pub(crate) struct Cache<V = Box<str>> {
+/// The reading side, cheap to clone. `V` is what is kept per object: by default its JSON text,
+/// packed.
+pub(crate) struct Cache<V = Packed> {
     objects: Arc<RwLock<Objects<V>>>,
     ready: watch::Receiver<bool>,
 }
@@ -42,7 +46,7 @@ impl<V> Clone for Cache<V> {
 }
 
 /// The writing side: one per watch.
-pub(crate) struct CacheWriter<V = Box<str>> {
+pub(crate) struct CacheWriter<V = Packed> {
     objects: Arc<RwLock<Objects<V>>>,
     ready: watch::Sender<bool>,
     /// The (re-)list in progress.
@@ -52,7 +56,7 @@ pub(crate) struct CacheWriter<V = Box<str>> {
 /// One step of a watch as the cache keeps it: the object's key and value (`None`: not kept),
 /// prepared where the event is read so that the writer only stores.
 #[derive(Debug)]
-pub(crate) enum Stored<V = Box<str>> {
+pub(crate) enum Stored<V = Packed> {
     Init,
     Listed(Box<str>, Option<V>),
     InitDone,
@@ -167,9 +171,10 @@ impl<V> CacheWriter<V> {
 
 #[cfg(test)]
 impl CacheWriter {
-    /// Keeps each object of the event as its JSON text.
+    /// Keeps each object of the event as its JSON text, packed.
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<DynamicObject>) {
-        self.apply_with(event, compact);
+        let packer = Packer::default();
+        self.apply_with(event, |o| pack(o, &packer));
     }
 }
 
@@ -205,12 +210,13 @@ impl Readiness {
 impl Cache {
     /// The object at `key` (see [`cache_key`]), parsed.
     pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        parse(&self.lookup(key)?)
+        let text = self.read().get(key)?.unpack()?;
+        parse(&text)
     }
 
     /// Every object, or those of one namespace, parsed.
     pub fn list(&self, namespace: Option<&str>) -> Vec<Arc<DynamicObject>> {
-        let texts: Vec<Box<str>> = {
+        let packed: Vec<Packed> = {
             let objects = self.read();
             let prefix = namespace.map(|ns| format!("{ns}/"));
             objects
@@ -219,18 +225,18 @@ impl Cache {
                 .map(|(_, v)| v.clone())
                 .collect()
         };
-        texts.iter().filter_map(|t| parse(t)).collect()
+        packed.iter().filter_map(|p| parse(&p.unpack()?)).collect()
     }
 }
 
-/// The text the cache keeps of `o`.
-pub(crate) fn compact(o: &DynamicObject) -> Option<Box<str>> {
+/// What the cache keeps of `o`: its JSON text, packed by the packer of its kind.
+pub(crate) fn pack(o: &DynamicObject, packer: &Packer) -> Option<Packed> {
     serde_json::to_string(o)
         .inspect_err(
             |e| tracing::error!(error = %e, "a watched object does not serialise; not cached"),
         )
         .ok()
-        .map(String::into_boxed_str)
+        .map(|text| packer.pack(&text))
 }
 
 fn parse(text: &str) -> Option<Arc<DynamicObject>> {

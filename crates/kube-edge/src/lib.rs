@@ -30,6 +30,7 @@ mod lease;
 mod mark;
 pub mod metacontroller;
 mod metrics;
+mod packed;
 pub mod permissions;
 mod ports;
 mod process;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use crate::packed::{Packed, Packer};
 use crate::reconcile::Later;
 
 #[derive(Debug, Default)]
@@ -21,21 +22,34 @@ pub(crate) struct Lane {
 struct Waiting {
     /// Keys in the order their first write came, with when that was.
     order: VecDeque<(String, Instant)>,
-    by_key: HashMap<String, Later>,
+    /// What waits per key, packed: during a burst, every CR's writes wait here.
+    by_key: HashMap<String, Packed>,
+    packer: Packer,
 }
 
 impl Lane {
     /// Adds the writes of a reconcile of `key`, folded into any still waiting for it.
     pub fn push(&self, key: &str, later: Later) {
-        let mut w = self.lock();
+        let mut guard = self.lock();
+        let w = &mut *guard;
         match w.by_key.get_mut(key) {
-            Some(waiting) => waiting.merge(later),
+            Some(waiting) => {
+                let merged = match Later::unpack(waiting) {
+                    Some(mut older) => {
+                        older.merge(later);
+                        older
+                    }
+                    None => later,
+                };
+                *waiting = merged.pack(&w.packer);
+            }
             None => {
-                w.by_key.insert(key.to_string(), later);
+                let packed = later.pack(&w.packer);
+                w.by_key.insert(key.to_string(), packed);
                 w.order.push_back((key.to_string(), Instant::now()));
             }
         }
-        drop(w);
+        drop(guard);
         self.wake.notify_one();
     }
 
@@ -56,7 +70,7 @@ impl Lane {
             let Some((key, _)) = w.order.pop_front() else {
                 break;
             };
-            if let Some(later) = w.by_key.remove(&key) {
+            if let Some(later) = w.by_key.remove(&key).as_ref().and_then(Later::unpack) {
                 out.push(later);
             }
         }
@@ -112,5 +126,52 @@ mod tests {
         assert_eq!(first.len(), 2, "one write per CR");
         assert_eq!(first[0].metadata().expect("metadata")["note"], "2");
         assert!(lane.is_empty());
+    }
+
+    #[test]
+    fn what_waits_packed_comes_back_whole() {
+        use kube::runtime::events::{Event, EventType};
+        let lane = Lane::default();
+        let event = |reason: &str, type_| Event {
+            type_,
+            reason: reason.into(),
+            note: Some(format!("{reason}: ünïcode note")),
+            action: "Reconcile".into(),
+            secondary: Some(k8s_openapi::api::core::v1::ObjectReference {
+                kind: Some("ConfigMap".into()),
+                name: Some("web".into()),
+                ..Default::default()
+            }),
+        };
+        let mut first = later("1");
+        first.cr.uid = Some("u-1".into());
+        first.merge(Later::new(
+            first.cr.clone(),
+            None,
+            vec![event("A", EventType::Normal)],
+        ));
+        lane.push("ns/a", first);
+        lane.push(
+            "ns/a",
+            Later::new(later("x").cr, None, vec![event("B", EventType::Warning)]),
+        );
+        let taken = lane.take(8);
+        let [w] = taken.as_slice() else {
+            panic!("one write for the CR: {taken:?}");
+        };
+        assert_eq!(w.metadata().expect("the first metadata stays")["note"], "1");
+        let events = w.events();
+        assert_eq!(events.len(), 2);
+        let fields = |e: &Event| {
+            (
+                e.type_ == EventType::Warning,
+                e.reason.clone(),
+                e.note.clone(),
+                e.action.clone(),
+                e.secondary.clone(),
+            )
+        };
+        assert_eq!(fields(&events[0]), fields(&event("A", EventType::Normal)));
+        assert_eq!(fields(&events[1]), fields(&event("B", EventType::Warning)));
     }
 }

@@ -10,10 +10,11 @@ use kube::core::DynamicObject;
 use kube::runtime::watcher;
 use serde_json::Value;
 
-use crate::cache::{Stored, compact, key_of};
+use crate::cache::{Stored, key_of, pack};
 use crate::entry::EntryContext;
 use crate::index::{ChildRef, ChildView, CrView, Seen, child_fingerprint, cr_fingerprint};
 use crate::labels::{OWNER, OWNER_KIND, OWNER_MARK, OWNER_UID, REQUESTED_AT};
+use crate::packed::Packer;
 
 /// One watch event, reduced: for the cache and for the index.
 #[derive(Debug)]
@@ -28,13 +29,30 @@ pub(crate) struct Observer {
     ctx: Arc<EntryContext>,
     /// The index compares CRs' JSON (sentinels, the enqueue gate).
     wants_json: bool,
+    /// What packs the cached CRs, and the children of each managed type (all its watch scopes):
+    /// objects of one kind pack best against each other.
+    packers: Arc<Packers>,
+}
+
+#[derive(Debug, Default)]
+struct Packers {
+    crs: Packer,
+    children: Vec<Packer>,
 }
 
 impl Observer {
     pub fn new(ctx: Arc<EntryContext>) -> Observer {
         let wants_json = !ctx.entry.operator_box.pre_reconcile.sentinels.is_empty()
             || ctx.enqueue_gate.is_some();
-        Observer { ctx, wants_json }
+        let packers = Arc::new(Packers {
+            crs: Packer::default(),
+            children: ctx.children.iter().map(|_| Packer::default()).collect(),
+        });
+        Observer {
+            ctx,
+            wants_json,
+            packers,
+        }
     }
 
     /// A watch event of the CRs. A CR in a namespace the entry does not allow
@@ -57,7 +75,7 @@ impl Observer {
         Some(match event {
             watcher::Event::Apply(o) if !allowed(o) => removed(o, view),
             watcher::Event::InitApply(o) if !allowed(o) => return None,
-            other => step(other, view),
+            other => step(other, &self.packers.crs, view),
         })
     }
 
@@ -67,7 +85,9 @@ impl Observer {
         type_index: usize,
         event: &watcher::Event<DynamicObject>,
     ) -> Step<ChildView> {
-        step(event, |o| {
+        let fallback = Packer::default();
+        let packer = self.packers.children.get(type_index).unwrap_or(&fallback);
+        step(event, packer, |o| {
             let evidence = self.ownership(type_index, o);
             let by_mark = matches!(evidence, Some((_, _, Evidence::Mark)));
             let (owner_uid, owner_key) = match evidence {
@@ -140,7 +160,11 @@ enum Evidence {
 }
 
 /// A watcher event as a [`Step`], each object seen through `view`.
-fn step<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject) -> T) -> Step<T> {
+fn step<T>(
+    event: &watcher::Event<DynamicObject>,
+    packer: &Packer,
+    view: impl Fn(&DynamicObject) -> T,
+) -> Step<T> {
     match event {
         watcher::Event::Init => Step {
             stored: Stored::Init,
@@ -151,14 +175,14 @@ fn step<T>(event: &watcher::Event<DynamicObject>, view: impl Fn(&DynamicObject) 
             seen: Seen::InitDone,
         },
         watcher::Event::InitApply(o) => Step {
-            stored: Stored::Listed(key_of(o).into(), compact(o)),
+            stored: Stored::Listed(key_of(o).into(), pack(o, packer)),
             seen: Seen::Object {
                 listing: true,
                 object: view(o),
             },
         },
         watcher::Event::Apply(o) => Step {
-            stored: Stored::Put(key_of(o).into(), compact(o)),
+            stored: Stored::Put(key_of(o).into(), pack(o, packer)),
             seen: Seen::Object {
                 listing: false,
                 object: view(o),

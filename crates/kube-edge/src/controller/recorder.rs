@@ -11,14 +11,8 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::packed::{Packed, Packer};
 use crate::reconcile::{Exchange, Plan};
-
-/// A plan as the recorder keeps it.
-pub(crate) fn compact(plan: &Plan) -> Box<str> {
-    serde_json::to_string(plan)
-        .unwrap_or_default()
-        .into_boxed_str()
-}
 
 /// Records kept per CR.
 pub(crate) const DEPTH: usize = 16;
@@ -60,9 +54,9 @@ pub(crate) struct Record {
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_ms: Option<u64>,
-    /// The plan as JSON text (kept compact: it is there for every CR).
+    /// The plan as JSON text, packed (it is there for every CR): see [`Recorder::plan`].
     #[serde(skip)]
-    pub plan: Option<Box<str>>,
+    pub plan: Option<Packed>,
     /// When the next retry or requeue is due (Unix milliseconds), as scheduled when it ended.
     #[serde(skip)]
     pub next: Option<i64>,
@@ -109,8 +103,9 @@ impl Record {
                 m.insert("next".into(), Value::String(rfc3339(next)));
             }
             let exchange = self.exchange.as_deref();
+            let plan = self.plan.as_ref().and_then(Packed::unpack);
             for (field, text) in [
-                ("plan", self.plan.as_deref()),
+                ("plan", plan.as_deref()),
                 ("request", exchange.and_then(|e| e.request.as_deref())),
                 ("answer", exchange.and_then(|e| e.answer.as_deref())),
             ] {
@@ -133,9 +128,17 @@ pub(crate) struct Recorder {
     bytes: usize,
     /// Of those, of reconciles that went well.
     ok_bytes: usize,
+    /// Plans look alike (the same children, the same actions): each is packed against another.
+    plans: Packer,
 }
 
 impl Recorder {
+    /// A plan as the recorder keeps it.
+    pub fn plan(&self, plan: &Plan) -> Packed {
+        self.plans
+            .pack(&serde_json::to_string(plan).unwrap_or_default())
+    }
+
     /// Keeps `record` as the newest of `key`; the one before it lets go of its exchange. A
     /// record that says what the newest says folds into it (counted, with the newer times).
     pub fn add(&mut self, key: &str, mut record: Record) {
@@ -234,7 +237,7 @@ mod tests {
     /// `record(n, body)` with a plan of its own, so that it does not fold into the one before.
     fn distinct(n: usize, body: usize) -> Record {
         let mut r = record(n, body);
-        r.plan = Some(format!("[{n}]").into());
+        r.plan = Some(Packer::default().pack(&format!("[{n}]")));
         r
     }
 

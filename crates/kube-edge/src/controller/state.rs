@@ -523,6 +523,7 @@ impl EntryState {
         if result == "ok" {
             exchange.request = None;
         }
+        let plan = plan.as_ref().map(|p| self.recorder.plan(p));
         self.recorder.add(
             &key,
             Record {
@@ -537,7 +538,7 @@ impl EntryState {
                 call_ms: exchange
                     .call
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                plan: plan.as_ref().map(super::recorder::compact),
+                plan,
                 next,
                 times: 1,
                 cause: self.causes.remove(&key),

@@ -73,6 +73,10 @@ impl Index {
             marked,
             fingerprint,
         } = view;
+        let expected = match self.children.get(&child) {
+            Some(known) => known.expected,
+            None => self.expected_unseen.remove(&child),
+        };
         let previous = self.children.insert(
             child.clone(),
             ChildState {
@@ -82,6 +86,7 @@ impl Index {
                 sweepable,
                 marked,
                 fingerprint,
+                expected,
             },
         );
         // Taken over by another CR: a sweep due for the old owner may have nothing left.
@@ -96,6 +101,8 @@ impl Index {
         if let Some(owner) = &owner_uid {
             let children = self.by_owner.entry(owner.clone()).or_default();
             if let Err(at) = children.binary_search(&child) {
+                // A CR has a few children: room for them, not the default's four.
+                children.reserve_exact(1);
                 children.insert(at, child.clone());
             }
         }
@@ -104,7 +111,7 @@ impl Index {
         // or a deletion of a known child is drift.
         if let Some(prev) = previous
             && prev.fingerprint != fingerprint
-            && self.expected.get(&child) != Some(&fingerprint)
+            && expected != Some(fingerprint)
         {
             out.extend(self.drift(owner_key, child, None));
         }
@@ -115,7 +122,7 @@ impl Index {
         let Some(state) = self.children.remove(child) else {
             return Vec::new();
         };
-        self.expected.remove(child);
+        self.expected_unseen.remove(child);
         let mut out = Vec::new();
         if let Some(owner) = &state.owner_uid {
             self.unlink(owner.clone(), child);
@@ -193,7 +200,12 @@ impl Index {
                 .any(|a| &a.child == child && a.uid != gone)
         };
         for a in &own.applied {
-            self.expected.insert(a.child.clone(), a.fingerprint);
+            match self.children.get_mut(&a.child) {
+                Some(known) => known.expected = Some(a.fingerprint),
+                None => {
+                    self.expected_unseen.insert(a.child.clone(), a.fingerprint);
+                }
+            }
         }
         let drifted = waiting.iter().any(|(child, gone_uid)| match gone_uid {
             // Deleted meanwhile: drift unless ork deleted it, or applied it anew after (the
@@ -203,7 +215,7 @@ impl Index {
             None => self
                 .children
                 .get(child)
-                .is_none_or(|state| self.expected.get(child) != Some(&state.fingerprint)),
+                .is_none_or(|state| state.expected != Some(state.fingerprint)),
         });
         self.swept(own.deleted);
         if drifted && self.crs.contains_key(key) {

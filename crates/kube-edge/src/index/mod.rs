@@ -133,6 +133,8 @@ struct ChildState {
     sweepable: bool,
     marked: bool,
     fingerprint: u64,
+    /// The fingerprint ork's own last apply produced.
+    expected: Option<u64>,
 }
 
 impl ChildState {
@@ -165,8 +167,9 @@ pub(crate) struct Index {
     /// Per owner UID its children, sorted: a CR has a few, and a B-tree node per CR would cost
     /// more than its children.
     by_owner: HashMap<String, Vec<ChildRef>>,
-    /// Fingerprints ork's own applies produced, per child.
-    expected: HashMap<ChildRef, u64>,
+    /// Fingerprints ork's own applies produced, of children the watch has not shown yet (of a
+    /// known child, its state holds it).
+    expected_unseen: HashMap<ChildRef, u64>,
     /// UIDs of children ork deleted: their deletion is not a change.
     deleted_by_ork: HashSet<String>,
     /// Keys whose reconcile runs; child events for them wait here until it finishes (with the
@@ -197,7 +200,7 @@ impl Index {
             sentinels: HashMap::new(),
             children: HashMap::new(),
             by_owner: HashMap::new(),
-            expected: HashMap::new(),
+            expected_unseen: HashMap::new(),
             deleted_by_ork: HashSet::new(),
             in_flight: HashMap::new(),
             drifted: HashMap::new(),

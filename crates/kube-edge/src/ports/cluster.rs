@@ -25,7 +25,8 @@ pub(crate) type Written<'a> = BoxFuture<'a, Result<(), WriteError>>;
 /// The CR a write is about: where it is, and the version the reconcile read (what a guarded
 /// write checks and an event names). Small, so that writes waiting on the lane do not hold
 /// whole CRs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct CrRef {
     pub namespace: Option<String>,
     pub name: String,

@@ -4,11 +4,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::DynamicObject;
-use kube::runtime::events::Event;
+use kube::runtime::events::{Event, EventType};
 use ork_engine::health::Health;
 use ork_engine::queue::Reason;
 use ork_katalog::Sentinel;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::exchange::Exchange;
@@ -17,6 +19,7 @@ use crate::cache::Holder;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
 use crate::metrics::Metrics;
+use crate::packed::{Packed, Packer};
 use crate::ports::{Cluster, CrRef, Transport};
 use crate::registry::CrossError;
 
@@ -106,12 +109,12 @@ impl Done {
 }
 
 /// The CR's annotations and events of a reconcile: written after it, on a lower-priority lane
-/// that coalesces what piles up for one CR. During a burst one waits for every CR, so it is
-/// kept small: the metadata patch as JSON text, the events without spare capacity.
+/// that coalesces what piles up for one CR. During a burst one waits for every CR, so the lane
+/// keeps it packed ([`Later::pack`]).
 pub(crate) struct Later {
     pub cr: CrRef,
-    /// A merge patch of the CR's `metadata` (labels, annotations), as JSON text.
-    metadata: Option<Box<str>>,
+    /// A merge patch of the CR's `metadata` (labels, annotations).
+    metadata: Option<Map<String, Value>>,
     events: Vec<Event>,
 }
 
@@ -127,21 +130,47 @@ impl std::fmt::Debug for Later {
     }
 }
 
+/// A [`Later`] as JSON, to be packed.
+#[derive(Serialize, Deserialize)]
+struct LaterText {
+    cr: CrRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    events: Vec<EventText>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct EventText {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    warning: bool,
+    reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    secondary: Option<ObjectReference>,
+}
+
 impl Later {
-    pub fn new(cr: CrRef, metadata: Option<Map<String, Value>>, mut events: Vec<Event>) -> Later {
-        events.shrink_to_fit();
+    pub fn new(cr: CrRef, metadata: Option<Map<String, Value>>, events: Vec<Event>) -> Later {
         Later {
             cr,
-            metadata: metadata.map(|m| Value::Object(m).to_string().into_boxed_str()),
+            metadata,
             events,
         }
     }
 
     /// The metadata patch.
-    pub fn metadata(&self) -> Option<Map<String, Value>> {
-        serde_json::from_str(self.metadata.as_deref()?)
-            .inspect_err(|e| tracing::error!(error = %e, "a waiting metadata patch does not parse"))
-            .ok()
+    #[cfg(test)]
+    pub fn metadata(&self) -> Option<&Map<String, Value>> {
+        self.metadata.as_ref()
+    }
+
+    /// The events.
+    #[cfg(test)]
+    pub fn events(&self) -> &[Event] {
+        &self.events
     }
 
     pub fn is_empty(&self) -> bool {
@@ -159,12 +188,58 @@ impl Later {
         self.events.drain(..excess);
     }
 
+    /// As the lane keeps it while it waits: one packed text (about a tenth of the parsed form).
+    pub fn pack(self, packer: &Packer) -> Packed {
+        let text = LaterText {
+            cr: self.cr,
+            metadata: self.metadata,
+            events: self
+                .events
+                .into_iter()
+                .map(|e| EventText {
+                    warning: e.type_ == EventType::Warning,
+                    reason: e.reason,
+                    note: e.note,
+                    action: e.action,
+                    secondary: e.secondary,
+                })
+                .collect(),
+        };
+        packer.pack(&serde_json::to_string(&text).unwrap_or_default())
+    }
+
+    /// From [`Later::pack`]'s text.
+    pub fn unpack(packed: &Packed) -> Option<Later> {
+        let text: LaterText = serde_json::from_str(&packed.unpack()?)
+            .inspect_err(|e| tracing::error!(error = %e, "a waiting write does not parse"))
+            .ok()?;
+        Some(Later {
+            cr: text.cr,
+            metadata: text.metadata,
+            events: text
+                .events
+                .into_iter()
+                .map(|e| Event {
+                    type_: if e.warning {
+                        EventType::Warning
+                    } else {
+                        EventType::Normal
+                    },
+                    reason: e.reason,
+                    note: e.note,
+                    action: e.action,
+                    secondary: e.secondary,
+                })
+                .collect(),
+        })
+    }
+
     /// Writes them: the metadata patch and the events, together.
     pub async fn write(&self, cluster: &dyn Cluster) {
         let cr = &self.cr;
         let annotation_write = async {
-            if let Some(m) = self.metadata()
-                && let Err(e) = cluster.patch_metadata(cr, &m).await
+            if let Some(m) = &self.metadata
+                && let Err(e) = cluster.patch_metadata(cr, m).await
             {
                 tracing::warn!(error = %e, "CR labels and annotations not written");
             }
