@@ -73,6 +73,8 @@ impl Index {
             marked,
             fingerprint,
         } = view;
+        let uid = Uid::new(&uid);
+        let owner_uid = owner_uid.as_deref().map(Uid::new);
         let expected = match self.children.get(&child) {
             Some(known) => known.expected,
             None => self.expected_unseen.remove(&child),
@@ -129,7 +131,7 @@ impl Index {
             out.extend(self.settle(state.owner_key.as_deref(), owner));
         }
         if !self.deleted_by_ork.remove(&state.uid) {
-            out.extend(self.drift(state.owner_key, child.clone(), Some(state.uid)));
+            out.extend(self.drift(state.owner_key, child.clone(), Some(state.uid.to_string())));
         }
         out
     }
@@ -152,7 +154,7 @@ impl Index {
         Some(Effect::Enqueue(owner, Reason::Child))
     }
 
-    pub(super) fn unlink(&mut self, owner: String, child: &ChildRef) {
+    pub(super) fn unlink(&mut self, owner: Uid, child: &ChildRef) {
         if let Some(set) = self.by_owner.get_mut(&owner) {
             if let Ok(at) = set.binary_search(child) {
                 set.remove(at);
@@ -169,7 +171,7 @@ impl Index {
     /// this CR's UID in another namespace is a tenant's forgery, not a child.
     pub fn children_of(&self, owner_uid: &str, owner_namespace: Option<&str>) -> Vec<ChildRef> {
         self.by_owner
-            .get(owner_uid)
+            .get(&Uid::new(owner_uid))
             .into_iter()
             .flatten()
             .filter(|c| {

@@ -54,7 +54,7 @@ impl Index {
     /// one's children are swept.
     pub(super) fn replaced(&mut self, view: &CrView) -> Option<Effect> {
         let state = self.crs.get(&view.key)?;
-        if state.uid == view.uid {
+        if state.uid == Uid::new(&view.uid) {
             return None;
         }
         let old = self.crs.remove(&view.key)?.uid;
@@ -86,12 +86,13 @@ impl Index {
             Reason::Update
         };
         let before = previous.and_then(|p| p.previous.clone());
-        self.kept.remove(&view.uid);
-        self.live.insert(view.uid.clone());
+        let uid = Uid::new(&view.uid);
+        self.kept.remove(&uid);
+        self.live.insert(uid.clone());
         self.crs.insert(
             view.key.clone(),
             CrState {
-                uid: view.uid,
+                uid,
                 fingerprint: view.fingerprint,
                 previous: if keep_json { view.json.clone() } else { None },
                 requested_at: view.requested_at.clone(),

@@ -21,8 +21,10 @@ mod fingerprint;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod uid;
 
 pub(crate) use fingerprint::{child_fingerprint, cr_fingerprint, fingerprint};
+use uid::Uid;
 
 /// What the index asks of the controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +121,7 @@ pub(crate) struct OwnWrites {
 
 #[derive(Debug)]
 struct CrState {
-    uid: String,
+    uid: Uid,
     fingerprint: u64,
     previous: Option<Value>,
     requested_at: Option<String>,
@@ -127,8 +129,8 @@ struct CrState {
 
 #[derive(Debug)]
 struct ChildState {
-    uid: String,
-    owner_uid: Option<String>,
+    uid: Uid,
+    owner_uid: Option<Uid>,
     owner_key: Option<String>,
     sweepable: bool,
     marked: bool,
@@ -153,25 +155,25 @@ pub(crate) struct Index {
     enqueue_gate: Option<CompiledGate>,
     crs: HashMap<String, CrState>,
     /// The UIDs of the CRs in `crs`.
-    live: HashSet<String>,
+    live: HashSet<Uid>,
     /// Whether the CRs' watch has completed a list: before, a child whose owner is not in
     /// `crs` may just not have been listed yet.
     crs_listed: bool,
     /// Per queue key, the UIDs of CRs under that key that went away while children ork applied
     /// for them and the garbage collector will not delete may still exist: their sweep is due.
-    gone: HashMap<String, BTreeSet<String>>,
+    gone: HashMap<String, BTreeSet<Uid>>,
     /// Owner UIDs a sweep found alive outside the entry's view (see [`Index::keep`]).
-    kept: HashSet<String>,
+    kept: HashSet<Uid>,
     sentinels: HashMap<String, BTreeMap<Sentinel, bool>>,
     children: HashMap<ChildRef, ChildState>,
     /// Per owner UID its children, sorted: a CR has a few, and a B-tree node per CR would cost
     /// more than its children.
-    by_owner: HashMap<String, Vec<ChildRef>>,
+    by_owner: HashMap<Uid, Vec<ChildRef>>,
     /// Fingerprints ork's own applies produced, of children the watch has not shown yet (of a
     /// known child, its state holds it).
     expected_unseen: HashMap<ChildRef, u64>,
     /// UIDs of children ork deleted: their deletion is not a change.
-    deleted_by_ork: HashSet<String>,
+    deleted_by_ork: HashSet<Uid>,
     /// Keys whose reconcile runs; child events for them wait here until it finishes (with the
     /// UID of a child that was deleted).
     in_flight: HashMap<String, Vec<(ChildRef, Option<String>)>>,

@@ -15,7 +15,7 @@ impl Index {
     /// hand, a delete that raced the finalizer's patch at the API server, kubernetes#77988).
     /// Their sweep is queued under the CR's key, so it runs where that key is reconciled (the
     /// leader, the shard's holder) and after a reconcile of the key in flight.
-    pub(super) fn went(&mut self, key: String, uid: String) -> Option<Effect> {
+    pub(super) fn went(&mut self, key: String, uid: Uid) -> Option<Effect> {
         if !self.sweepable(&key, &uid) {
             return None;
         }
@@ -26,7 +26,7 @@ impl Index {
     }
 
     /// Whether the CR `uid` under `key` has children ork would sweep.
-    pub(super) fn sweepable(&self, key: &str, uid: &str) -> bool {
+    pub(super) fn sweepable(&self, key: &str, uid: &Uid) -> bool {
         self.by_owner.get(uid).is_some_and(|children| {
             children.iter().any(|c| {
                 self.children
@@ -40,7 +40,7 @@ impl Index {
     /// finalize deleted it, someone else did, or the leader swept it while this replica
     /// stands by): the sweep due is dropped, and with it the key's place in the queue when no
     /// CR lives under it.
-    pub(super) fn settle(&mut self, key: Option<&str>, owner: &str) -> Option<Effect> {
+    pub(super) fn settle(&mut self, key: Option<&str>, owner: &Uid) -> Option<Effect> {
         let key = key?;
         if !self
             .gone
@@ -61,7 +61,7 @@ impl Index {
     /// Every owner UID with sweepable children and no CR (once the CRs are listed: at start, or
     /// after a re-list): children whose CR went while ork was not watching.
     pub(super) fn orphans(&mut self) -> Vec<Effect> {
-        let found: BTreeSet<(String, String)> = self
+        let found: BTreeSet<(String, Uid)> = self
             .by_owner
             .iter()
             .filter(|(uid, _)| !self.live.contains(*uid))
@@ -111,8 +111,8 @@ impl Index {
                 if state.sweepable_for(key) && !self.deleted_by_ork.contains(&state.uid) {
                     out.push(Stray {
                         child: child.clone(),
-                        uid: state.uid.clone(),
-                        owner_uid: owner.clone(),
+                        uid: state.uid.to_string(),
+                        owner_uid: owner.to_string(),
                     });
                 }
             }
@@ -125,18 +125,19 @@ impl Index {
         self.gone
             .entry(key.to_string())
             .or_default()
-            .insert(owner_uid.to_string());
+            .insert(Uid::new(owner_uid));
     }
 
     /// The CR `owner_uid` exists, outside the entry's view: its children stay.
     pub fn keep(&mut self, owner_uid: &str) {
-        self.kept.insert(owner_uid.to_string());
+        self.kept.insert(Uid::new(owner_uid));
     }
 
     /// Children ork deleted (a reconcile's prune, a sweep): their deletion events are not drift.
     pub fn swept(&mut self, deleted: Vec<(ChildRef, String)>) {
         for (child, uid) in deleted {
             // Its deletion event is still to come: mark it so it is not taken for drift.
+            let uid = Uid::new(&uid);
             if self.children.get(&child).is_some_and(|c| c.uid == uid) {
                 self.deleted_by_ork.insert(uid);
             }
