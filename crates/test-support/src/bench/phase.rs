@@ -97,18 +97,25 @@ pub struct ResyncLatency {
 }
 
 /// What a restart cost (R): ork started again on N converged Widgets, `edited` of them edited
-/// while it was down.
+/// while it was down, with a resync period of `resync_s`.
 #[derive(Debug, Default, Clone)]
 pub struct RestartCost {
     pub crs: usize,
     pub edited: usize,
+    pub resync_s: u64,
     /// Until /readyz answered 200 (caches synced).
     pub ready_s: f64,
     /// Until the edited Widgets were called, from the start.
     pub reconciled_s: Option<f64>,
-    /// From ready to the end of the measured window.
+    /// From ready to the end of the measured window (the first minute after ready).
     pub window_s: f64,
+    /// Calls from the start to the end of the window.
     pub calls: u64,
+    /// The resyncs that fall due in the window: CRs × window / period.
+    pub due_resyncs: f64,
+    /// The calls after the edited ones, in whole 10-second windows: the busiest window's count
+    /// over the mean (1.0: perfectly even).
+    pub spread: Option<f64>,
     pub requests: ApiCounts,
 }
 
@@ -170,9 +177,27 @@ struct Snapshot {
     calls: u64,
 }
 
+/// Above this many Widgets the bench runs in scale mode: the operators' Widgets are created
+/// paced ([`PACE`]), so that the API server keeps up with creation and reconciles at once.
+pub const SCALE: usize = 10_000;
+
+/// In scale mode, at most this many Widgets are created and not yet Ready at any time.
+pub const PACE: usize = 2_000;
+
 impl Bench {
     fn limit(&self) -> Duration {
         Duration::from_secs(120 + self.n as u64 / 5)
+    }
+
+    /// How long clean-up may take: deleting 300,000 objects takes the API server and etcd
+    /// minutes on 2 cores.
+    fn cleanup_limit(&self) -> Duration {
+        Duration::from_secs(600 + self.n as u64 / 50)
+    }
+
+    /// How many Widgets may wait created and not yet Ready (`None`: all at once).
+    pub fn pace(&self) -> Option<usize> {
+        (self.n > SCALE).then_some(PACE)
     }
 
     fn pids(&self, system: Option<&Proc>) -> BTreeMap<String, u32> {
@@ -237,7 +262,7 @@ impl Bench {
         // be looked up again by the garbage collector (a GET per ConfigMap, at the controller
         // manager's QPS), long after the namespace is gone and in the middle of the next phase.
         for ns in &self.namespaces {
-            delete_config_maps(&self.client, &ns.name).await?;
+            delete_config_maps(&self.client, &ns.name, self.cleanup_limit()).await?;
         }
         // Dropping a `TestNamespace` deletes it.
         self.namespaces.clear();
@@ -247,7 +272,7 @@ impl Bench {
     async fn wait_namespaces_gone(&self, whose: &str) -> Result<()> {
         let api = Api::<Namespace>::all(self.client.clone());
         let lp = ListParams::default().labels(&format!("{BENCH_LABEL}=true"));
-        let deadline = Instant::now() + Duration::from_secs(600);
+        let deadline = Instant::now() + self.cleanup_limit();
         let mut told = false;
         loop {
             let left = api.list(&lp).await?.items;
@@ -269,7 +294,10 @@ impl Bench {
                 told = true;
             }
             if Instant::now() > deadline {
-                bail!("{left} namespace(s) labelled {BENCH_LABEL} still there after 10 minutes");
+                bail!(
+                    "{left} namespace(s) labelled {BENCH_LABEL} still there after {:?}",
+                    self.cleanup_limit()
+                );
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
@@ -392,7 +420,8 @@ impl Bench {
         self.settle().await?;
         proc.check_running()?;
         let before = self.snapshot(Some(&proc)).await?;
-        create_all(&api, self.n, self.workers).await?;
+        let pace = self.pace().map(|window| (ready.count(), window));
+        create_all(&api, self.n, self.workers, pace).await?;
         let converged = ready.wait_for(self.n + 1, self.limit()).await?;
         let at_converge = CpuSnapshot::read(&self.pids(Some(&proc)));
         let requests_at_converge = ApiCounts::read(&self.client).await?;
@@ -496,11 +525,18 @@ impl Bench {
         )
     }
 
-    /// R: ork restarted on the converged namespace (ork stopped) after `edited` Widgets were
-    /// edited while it was down: how long until it is ready, and the calls and writes of the
-    /// `QUIET` seconds after the edits are reconciled (SPEC §17: only what changed is called).
-    pub async fn restart_cost(&mut self, ns: &str, edited: usize) -> Result<RestartCost> {
-        const QUIET: Duration = Duration::from_secs(20);
+    /// R: ork restarted with resync period `resync` on the converged namespace (ork stopped)
+    /// after `edited` Widgets were edited while it was down: how long until it is ready, and the
+    /// calls and writes until a minute after that (SPEC §17: only what changed is called, and
+    /// the resyncs that fall due, evenly spread).
+    pub async fn restart_cost(
+        &mut self,
+        ns: &str,
+        edited: usize,
+        resync: &str,
+    ) -> Result<RestartCost> {
+        const MINUTE: Duration = Duration::from_secs(60);
+        const BUCKET_S: f64 = 10.0;
         let api = widgets(&self.client, ns);
         let k = edited.min(self.n);
         let color = format!("edited-{k}");
@@ -517,7 +553,7 @@ impl Bench {
         let ork = self.start_ork(
             ns,
             &systems::OrkRun {
-                resync: "10m",
+                resync,
                 on_start_call: false,
                 http: Some(addr),
             },
@@ -529,17 +565,38 @@ impl Bench {
                 .await?;
         }
         let reconciled_s = started.elapsed().as_secs_f64();
-        tokio::time::sleep(QUIET).await;
+        tokio::time::sleep_until((ready_at + MINUTE).into()).await;
         let after = self.snapshot(None).await?;
         drop(ork);
         let window_s = (after.at - ready_at.min(after.at)).as_secs_f64();
+        let resync_s = seconds(resync).with_context(|| format!("resync {resync:?}"))?;
+        let first = before.calls + k as u64 + 1;
+        let spread = if after.calls > first {
+            let times = self.service.times(first, after.calls).await?;
+            let whole = (times.last().copied().unwrap_or(0.0) / BUCKET_S).floor() as usize;
+            let mut buckets = vec![0usize; whole];
+            for t in &times {
+                if let Some(b) = buckets.get_mut((t / BUCKET_S) as usize) {
+                    *b += 1;
+                }
+            }
+            let total: usize = buckets.iter().sum();
+            let max = buckets.iter().copied().max().unwrap_or(0);
+            (total > 0).then(|| max as f64 * whole as f64 / total as f64)
+        } else {
+            None
+        };
+        let crs = self.n + 1;
         Ok(RestartCost {
-            crs: self.n + 1,
+            crs,
             edited: k,
+            resync_s,
             ready_s,
             reconciled_s: (k > 0).then_some(reconciled_s),
             window_s,
             calls: after.calls - before.calls,
+            due_resyncs: crs as f64 * window_s / resync_s.max(1) as f64,
+            spread,
             requests: after.requests.since(&before.requests),
         })
     }
@@ -585,7 +642,7 @@ impl Bench {
         let api = widgets(&self.client, &ns);
         let mut ready = ReadyWatch::start(api.clone()).await?;
         let proc = self.start(system, &ns, &format!("{RESYNC_S}s"))?;
-        create_all(&api, CRS, self.workers).await?;
+        create_all(&api, CRS, self.workers, None).await?;
         ready.wait_for(CRS, Duration::from_secs(120)).await?;
         self.settle().await?;
         let before = self.snapshot(None).await?;
@@ -604,20 +661,42 @@ impl Bench {
     }
 }
 
+/// Seconds of a period as the Katalog writes it (`90s`, `10m`, `2h`).
+fn seconds(period: &str) -> Option<u64> {
+    let (n, unit) = period.split_at(period.len().checked_sub(1)?);
+    let n: u64 = n.parse().ok()?;
+    Some(match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return None,
+    })
+}
+
 /// How many Widgets the latency runs edit: 10% of N, at most 50.
 fn edits(n: usize) -> usize {
     (n / 10).clamp(1, 50)
 }
 
-/// Creates Widgets `w-0..w-{n-1}` with `workers` concurrent requests.
+/// Creates Widgets `w-0..w-{n-1}` with `workers` concurrent requests; with `pace` (the count
+/// of Ready Widgets, a window), at most the window's count created and not yet Ready.
 ///
 /// # Errors
 /// On the first refused create.
-pub async fn create_all(api: &Api<DynamicObject>, n: usize, workers: usize) -> Result<()> {
+pub async fn create_all(
+    api: &Api<DynamicObject>,
+    n: usize,
+    workers: usize,
+    pace: Option<(tokio::sync::watch::Receiver<usize>, usize)>,
+) -> Result<()> {
     stream::iter(0..n)
         .map(|i| {
             let api = api.clone();
+            let pace = pace.clone();
             async move {
+                if let Some((mut ready, window)) = pace {
+                    ready.wait_for(|r| r + window > i).await?;
+                }
                 let obj: DynamicObject = serde_json::from_value(widget(i))?;
                 api.create(&PostParams::default(), &obj).await?;
                 anyhow::Ok(())
@@ -670,9 +749,9 @@ async fn edit_latencies(
 /// Deletes every ConfigMap of `ns`. Tens of thousands in one collection can outlast the API
 /// server's request timeout (a 500 "context deadline exceeded", or a 504) on a slow machine
 /// (20,000 at N = 10,000): what the first request did not delete, the next one does.
-async fn delete_config_maps(client: &Client, ns: &str) -> Result<()> {
+async fn delete_config_maps(client: &Client, ns: &str, limit: Duration) -> Result<()> {
     let api = Api::<ConfigMap>::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + Duration::from_secs(600);
+    let deadline = Instant::now() + limit;
     loop {
         match api
             .delete_collection(&DeleteParams::background(), &ListParams::default())

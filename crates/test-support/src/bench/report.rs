@@ -485,14 +485,19 @@ impl Report {
             let writes = job.writes();
             let _ = writeln!(
                 o,
-                "R (ork restarted on {} converged CRs, {} edited while it was down): ready in {:.2}s{}; then {} calls and {:.0} API writes ({}) over {:.0}s",
+                "R (ork restarted on {} converged CRs, resync {}s, {} edited while it was down): ready in {:.2}s{}; then {} calls ({:.0} resyncs due{}) and {:.0} API writes ({}) until {:.0}s after ready",
                 r.crs,
+                r.resync_s,
                 r.edited,
                 r.ready_s,
                 r.reconciled_s
                     .map(|s| format!(", the edited ones called by {s:.2}s"))
                     .unwrap_or_default(),
                 r.calls,
+                r.due_resyncs,
+                r.spread
+                    .map(|s| format!("; busiest 10-s window {s:.2}× the mean"))
+                    .unwrap_or_default(),
                 writes.total(),
                 writes
                     .0
@@ -608,8 +613,9 @@ impl Report {
                 "calls": i.calls, "writes": counts(&i.writes),
             })).collect::<Vec<_>>(),
             "restarts": self.restarts.iter().map(|r| json!({
-                "crs": r.crs, "edited": r.edited, "ready_s": r.ready_s,
+                "crs": r.crs, "edited": r.edited, "resync_s": r.resync_s, "ready_s": r.ready_s,
                 "reconciled_s": r.reconciled_s, "window_s": r.window_s, "calls": r.calls,
+                "due_resyncs": r.due_resyncs, "spread": r.spread,
                 "writes": r.requests.split_job().0.writes().total(),
             })).collect::<Vec<_>>(),
             "p5": self.resync.as_ref().map(|r| json!({

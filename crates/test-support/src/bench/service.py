@@ -5,6 +5,7 @@ and a status. Standard library only; HTTP/1.1 keep-alive on 127.0.0.1.
 POST /reconcile  {"object": <Widget>, ...}  -> {"result": "ok", "status": {...}, "resources": [2 ConfigMaps]}
 GET  /calls      -> the number of POSTs answered so far (the service-side call counter)
 GET  /span/K/M   -> seconds between the K-th and the M-th POST answered
+GET  /times/K/M  -> when each of the K-th to the M-th POST was answered, in seconds after the K-th
 
 Prints the port it listens on as its first line of stdout.
 """
@@ -77,6 +78,15 @@ class Handler(BaseHTTPRequestHandler):
                 self.reply(404, {"error": "no such calls"})
                 return
             self.reply(200, {"seconds": span})
+        elif self.path.startswith("/times/"):
+            try:
+                k, m = (int(x) for x in self.path.split("/")[2:4])
+                with LOCK:
+                    times = [t - TIMES[k - 1] for t in TIMES[k - 1 : m]]
+            except (ValueError, IndexError):
+                self.reply(404, {"error": "no such calls"})
+                return
+            self.reply(200, {"seconds": times})
         else:
             self.reply(404, {"error": "not found"})
 

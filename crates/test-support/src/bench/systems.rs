@@ -128,6 +128,24 @@ impl Service {
         v["calls"].as_u64().context("calls counter")
     }
 
+    /// When each of the `k`-th to the `m`-th calls was answered, in seconds after the `k`-th,
+    /// by the service's clock.
+    ///
+    /// # Errors
+    /// When the service does not answer or has not answered that many calls.
+    pub async fn times(&self, k: u64, m: u64) -> Result<Vec<f64>> {
+        let (_, body) = Conn::new(self.addr)
+            .request("GET", &format!("/times/{k}/{m}"), b"")
+            .await?;
+        let v: Value = serde_json::from_slice(&body)?;
+        v["seconds"]
+            .as_array()
+            .context("times of calls")?
+            .iter()
+            .map(|t| t.as_f64().context("a time"))
+            .collect()
+    }
+
     /// Seconds from the `k`-th call the service answered to the `m`-th, by the service's clock.
     ///
     /// # Errors

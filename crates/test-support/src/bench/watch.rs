@@ -77,6 +77,11 @@ impl ReadyWatch {
         })
     }
 
+    /// The count of Ready Widgets, as it changes.
+    pub fn count(&self) -> watch::Receiver<usize> {
+        self.count.clone()
+    }
+
     /// How often the watch has failed and listed again so far.
     pub fn restarts(&self) -> usize {
         self.restarts.load(Ordering::Relaxed)

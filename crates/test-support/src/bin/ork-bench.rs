@@ -188,17 +188,29 @@ async fn main() -> Result<()> {
             }
             match system {
                 System::Baseline | System::BaselineSpec => {
-                    phases.push(bench.baseline(*system).await?);
+                    let r = bench.baseline(*system).await?;
+                    // Each figure as soon as it is measured: a long run that fails later
+                    // still leaves them in its log.
+                    eprintln!("ork-bench: measured {r:?}");
+                    phases.push(r);
                 }
                 System::Kopf | System::Ork => {
                     let (r, ns, proc) = bench.operator(*system).await?;
+                    eprintln!("ork-bench: measured {r:?}");
                     let converge_s = r.converge_s;
                     phases.push(r);
                     drop(proc);
                     if *system == System::Ork && round == args.rounds {
-                        for edited in [0, (args.n / 100).max(1)] {
-                            eprintln!("ork-bench: ork restarted, {edited} CRs edited while down …");
-                            report.restarts.push(bench.restart_cost(&ns, edited).await?);
+                        // Unchanged, with a period whose due resyncs are under 1 % of the CRs a
+                        // minute; then 1 % edited, with the phase's period (the spread of its
+                        // resyncs is measured then).
+                        for (edited, resync) in [(0, "2h"), ((args.n / 100).max(1), "10m")] {
+                            eprintln!(
+                                "ork-bench: ork restarted (resync {resync}), {edited} CRs edited while down …"
+                            );
+                            let r = bench.restart_cost(&ns, edited, resync).await?;
+                            eprintln!("ork-bench: measured {r:?}");
+                            report.restarts.push(r);
                         }
                     }
                     if *system == System::Ork && args.p5 && round == args.rounds {
