@@ -117,6 +117,8 @@ pub struct RestartCost {
     /// over the mean (1.0: perfectly even).
     pub spread: Option<f64>,
     pub requests: ApiCounts,
+    /// The restarted ork's peak RSS (its lists at start included).
+    pub peak_rss_mib: Option<f64>,
 }
 
 /// Seconds until `GET /readyz` at `addr` answers 200.
@@ -567,6 +569,7 @@ impl Bench {
         let reconciled_s = started.elapsed().as_secs_f64();
         tokio::time::sleep_until((ready_at + MINUTE).into()).await;
         let after = self.snapshot(None).await?;
+        let peak_rss_mib = probe::peak_rss_mib(ork.pid());
         drop(ork);
         let window_s = (after.at - ready_at.min(after.at)).as_secs_f64();
         let resync_s = seconds(resync).with_context(|| format!("resync {resync:?}"))?;
@@ -598,6 +601,7 @@ impl Bench {
             due_resyncs: crs as f64 * window_s / resync_s.max(1) as f64,
             spread,
             requests: after.requests.since(&before.requests),
+            peak_rss_mib,
         })
     }
 

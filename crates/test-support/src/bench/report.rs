@@ -485,7 +485,7 @@ impl Report {
             let writes = job.writes();
             let _ = writeln!(
                 o,
-                "R (ork restarted on {} converged CRs, resync {}s, {} edited while it was down): ready in {:.2}s{}; then {} calls ({:.0} resyncs due{}) and {:.0} API writes ({}) until {:.0}s after ready",
+                "R (ork restarted on {} converged CRs, resync {}s, {} edited while it was down): ready in {:.2}s{}; then {} calls ({:.0} resyncs due{}) and {:.0} API writes ({}) until {:.0}s after ready; peak RSS {}",
                 r.crs,
                 r.resync_s,
                 r.edited,
@@ -506,6 +506,9 @@ impl Report {
                     .collect::<Vec<_>>()
                     .join(", "),
                 r.window_s,
+                r.peak_rss_mib
+                    .map(|m| format!("{m:.1} MiB"))
+                    .unwrap_or_else(|| "-".into()),
             );
         }
         if let Some(r) = &self.resync {
@@ -615,7 +618,7 @@ impl Report {
             "restarts": self.restarts.iter().map(|r| json!({
                 "crs": r.crs, "edited": r.edited, "resync_s": r.resync_s, "ready_s": r.ready_s,
                 "reconciled_s": r.reconciled_s, "window_s": r.window_s, "calls": r.calls,
-                "due_resyncs": r.due_resyncs, "spread": r.spread,
+                "due_resyncs": r.due_resyncs, "spread": r.spread, "peak_rss_mib": r.peak_rss_mib,
                 "writes": r.requests.split_job().0.writes().total(),
             })).collect::<Vec<_>>(),
             "p5": self.resync.as_ref().map(|r| json!({
