@@ -193,6 +193,11 @@ impl Recorder {
         self.by_key.get(key)?.back()
     }
 
+    #[cfg(test)]
+    pub fn last_mut(&mut self, key: &str) -> Option<&mut Record> {
+        self.by_key.get_mut(key)?.back_mut()
+    }
+
     /// What the recorder holds of `key`, newest first.
     pub fn show(&self, key: &str) -> Value {
         let records: Vec<Value> = self

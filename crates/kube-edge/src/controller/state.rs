@@ -216,11 +216,7 @@ impl EntryState {
                 }
             }
             Input::Finished(finished) => return self.finished(*finished, now),
-            Input::ResyncDue { from, to, period } => {
-                self.enqueue_where(Reason::Resync, |k| {
-                    in_window(resync_phase(k, period), from, to)
-                });
-            }
+            Input::ResyncDue { from, to, period } => self.resync(from, to, period),
             Input::Related(keys) => {
                 let keys: std::collections::HashSet<String> = keys.into_iter().collect();
                 self.enqueue_where(Reason::Related, |k| keys.contains(k));
@@ -279,6 +275,36 @@ impl EntryState {
 
     /// Queues the known CRs whose key passes `mine` with `reason`, and the sweeps due under
     /// such keys.
+    /// The resyncs whose phase lies in `(from, to]` of the period (milliseconds). A CR whose
+    /// last reconcile ended less than half a period ago was just looked at: its resync comes
+    /// with the next period, so a CR created in a long burst is not called again moments after
+    /// its first reconcile because its phase happened to come next. Between two resyncs of a
+    /// CR left alone there is then at least half a period and at most one and a half.
+    fn resync(&mut self, from: u64, to: u64, period: u64) {
+        let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+        let half = i64::try_from(period / 2).unwrap_or(i64::MAX);
+        let recorder = &self.recorder;
+        let due: Vec<String> = self
+            .index
+            .keys()
+            .into_iter()
+            .filter(|k| in_window(resync_phase(k, period), from, to))
+            .filter(|k| {
+                recorder
+                    .last(k)
+                    .is_none_or(|r| now.saturating_sub(r.at) >= half)
+            })
+            .collect();
+        for k in due {
+            self.schedule.add(k, Reason::Resync);
+        }
+        for k in self.index.due_sweeps() {
+            if in_window(resync_phase(&k, period), from, to) {
+                self.schedule.add(k, Reason::Sweep);
+            }
+        }
+    }
+
     fn enqueue_where(&mut self, reason: Reason, mine: impl Fn(&str) -> bool) {
         for k in self.index.keys().into_iter().filter(|k| mine(k)) {
             self.schedule.add(k, reason);
@@ -892,6 +918,29 @@ spec:
             assert_eq!(e.due(), [("ns/a".to_string(), Reason::Create)]);
             e
         }
+    }
+
+    #[test]
+    fn a_cr_reconciled_moments_ago_waits_for_the_next_period_for_its_resync() {
+        let mut e = Entry::settled();
+        // `b` was reconciled a whole period ago: its resync comes; `a` moments ago.
+        e.cr(watcher::Event::Apply(cr("b", 1)));
+        assert_eq!(e.due(), [("ns/b".to_string(), Reason::Create)]);
+        let period = 600_000;
+        if let Some(r) = e.state.recorder.last_mut("ns/b") {
+            r.at -= 600_000;
+        }
+        // The whole period falls due at once.
+        e.state.handle(
+            Input::ResyncDue {
+                from: period - 1,
+                to: period - 2,
+                period,
+            },
+            Instant::now(),
+        );
+        let due = e.state.take_due(Instant::now(), false);
+        assert_eq!(due, [("ns/b".to_string(), Reason::Resync)], "{due:?}");
     }
 
     fn applied(o: &DynamicObject) -> OwnWrites {
