@@ -64,7 +64,7 @@ impl fmt::Display for Uid {
 
 impl fmt::Debug for Uid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{self:?}", self = self.to_string())
+        fmt::Debug::fmt(&self.to_string(), f)
     }
 }
 

@@ -527,7 +527,7 @@ impl Bench {
         )
     }
 
-    /// R: ork restarted with resync period `resync` on the converged namespace (ork stopped)
+    /// R: ork restarted with a resync period of `resync_s` on the converged namespace (ork stopped)
     /// after `edited` Widgets were edited while it was down: how long until it is ready, and the
     /// calls and writes until a minute after that (SPEC §17: only what changed is called, and
     /// the resyncs that fall due, evenly spread).
@@ -535,7 +535,7 @@ impl Bench {
         &mut self,
         ns: &str,
         edited: usize,
-        resync: &str,
+        resync_s: u64,
     ) -> Result<RestartCost> {
         const MINUTE: Duration = Duration::from_secs(60);
         const BUCKET_S: f64 = 10.0;
@@ -555,7 +555,7 @@ impl Bench {
         let ork = self.start_ork(
             ns,
             &systems::OrkRun {
-                resync,
+                resync: &format!("{resync_s}s"),
                 on_start_call: false,
                 http: Some(addr),
             },
@@ -572,7 +572,6 @@ impl Bench {
         let peak_rss_mib = probe::peak_rss_mib(ork.pid());
         drop(ork);
         let window_s = (after.at - ready_at.min(after.at)).as_secs_f64();
-        let resync_s = seconds(resync).with_context(|| format!("resync {resync:?}"))?;
         let first = before.calls + k as u64 + 1;
         let spread = if after.calls > first {
             let times = self.service.times(first, after.calls).await?;
@@ -663,18 +662,6 @@ impl Bench {
             writes: after.requests.since(&before.requests).writes(),
         })
     }
-}
-
-/// Seconds of a period as the Katalog writes it (`90s`, `10m`, `2h`).
-fn seconds(period: &str) -> Option<u64> {
-    let (n, unit) = period.split_at(period.len().checked_sub(1)?);
-    let n: u64 = n.parse().ok()?;
-    Some(match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return None,
-    })
 }
 
 /// How many Widgets the latency runs edit: 10% of N, at most 50.

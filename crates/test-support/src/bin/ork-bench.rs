@@ -204,11 +204,11 @@ async fn main() -> Result<()> {
                         // Unchanged, with a period whose due resyncs are under 1 % of the CRs a
                         // minute; then 1 % edited, with the phase's period (the spread of its
                         // resyncs is measured then).
-                        for (edited, resync) in [(0, "2h"), ((args.n / 100).max(1), "10m")] {
+                        for (edited, resync_s) in [(0, 7_200), ((args.n / 100).max(1), 600)] {
                             eprintln!(
-                                "ork-bench: ork restarted (resync {resync}), {edited} CRs edited while down …"
+                                "ork-bench: ork restarted (resync {resync_s}s), {edited} CRs edited while down …"
                             );
-                            let r = bench.restart_cost(&ns, edited, resync).await?;
+                            let r = bench.restart_cost(&ns, edited, resync_s).await?;
                             eprintln!("ork-bench: measured {r:?}");
                             report.restarts.push(r);
                         }
