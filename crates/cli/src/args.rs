@@ -55,7 +55,8 @@ pub struct RunArgs {
     /// How long a leader's lease stays valid without renewal.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     pub lease_duration: std::time::Duration,
-    /// On SIGTERM, how long in-flight reconciles may take to finish.
+    /// On SIGTERM, how long in-flight reconciles may take to finish and the CR annotations and
+    /// events they left may take to be written.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: std::time::Duration,
     /// Do not apply the entries' `setup` and `crFiles` (development helpers); `crdFile` is

@@ -1,6 +1,7 @@
 //! `ork run -k FILE`: load the Katalog, connect, serve the HTTP endpoints, (with
 //! `--leader-elect`) campaign for the Lease, and run every entry until SIGINT/SIGTERM; then stop
-//! taking work, let in-flight reconciles finish within `--shutdown-grace`, release the Lease.
+//! taking work, let in-flight reconciles finish and write what waits on the lanes within
+//! `--shutdown-grace`, release the Lease.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -206,15 +207,24 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     let left = if signalled {
         tokio::select! {
             left = runtime.drain(args.shutdown_grace) => left,
-            _ = &mut entries => runtime.in_flight(),
+            _ = &mut entries => ork_kube::Drained {
+                reconciles: runtime.in_flight(),
+                lane: runtime.lane_waiting(),
+            },
         }
     } else {
         runtime.drain(args.shutdown_grace).await
     };
-    if left > 0 {
+    if left.reconciles > 0 {
         tracing::warn!(
-            abandoned = left,
+            abandoned = left.reconciles,
             "reconciles still in flight at the end of the grace period; their objects are reconciled again by the next leader"
+        );
+    }
+    if left.lane > 0 {
+        tracing::warn!(
+            unwritten = left.lane,
+            "CR annotations and events not written by the end of the grace period; the next start calls those CRs again"
         );
     }
     if let (Some(elector), Some(campaign)) = (elector, campaign) {

@@ -49,4 +49,4 @@ pub use controller::{RunError, RunOptions};
 pub use entry::EntryError;
 pub use metrics::specimen as metrics_specimen;
 pub use ports::{Owner, WriteError};
-pub use runtime::{EntryReport, Runtime};
+pub use runtime::{Drained, EntryReport, Runtime};

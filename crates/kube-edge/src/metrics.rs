@@ -62,6 +62,7 @@ pub(crate) struct Metrics {
     applies: Family<ApplyLabels, Counter>,
     queue_depth: Family<EntryLabel, Gauge>,
     workers_busy: Family<EntryLabel, Gauge>,
+    lane_waiting: Family<EntryLabel, Gauge>,
     health_state: Family<StateLabels, Gauge>,
     leader: Gauge,
     shards_held: Gauge,
@@ -151,6 +152,12 @@ impl Metrics {
             "Reconciles in flight",
             workers_busy.clone(),
         );
+        let lane_waiting = Family::<EntryLabel, Gauge>::default();
+        registry.register(
+            "ork_lane_waiting",
+            "CRs whose annotations and events wait on the lower-priority lane, written after reconciles",
+            lane_waiting.clone(),
+        );
         let health_state = Family::<StateLabels, Gauge>::default();
         registry.register(
             "ork_entry_health_state",
@@ -202,6 +209,7 @@ impl Metrics {
             applies,
             queue_depth,
             workers_busy,
+            lane_waiting,
             health_state,
             leader,
         }
@@ -304,7 +312,14 @@ impl Metrics {
     }
 
     /// Sets the gauges that describe an entry at scrape time.
-    pub fn entry_gauges(&self, entry: &str, queue_depth: usize, busy: usize, state: &str) {
+    pub fn entry_gauges(
+        &self,
+        entry: &str,
+        queue_depth: usize,
+        busy: usize,
+        lane: usize,
+        state: &str,
+    ) {
         let label = EntryLabel {
             entry: entry.into(),
         };
@@ -312,6 +327,9 @@ impl Metrics {
             .get_or_create(&label)
             .set(queue_depth as i64);
         self.workers_busy.get_or_create(&label).set(busy as i64);
+        self.lane_waiting
+            .get_or_create(&label)
+            .set(i64::try_from(lane).unwrap_or(i64::MAX));
         for s in STATES {
             self.health_state
                 .get_or_create(&StateLabels {
@@ -348,7 +366,7 @@ pub fn specimen() -> String {
     m.set_shards_held(1);
     m.shard_queue_depth(0, 0);
     m.set_leader(true);
-    m.entry_gauges("<entry>", 0, 0, "healthy");
+    m.entry_gauges("<entry>", 0, 0, 0, "healthy");
     m.encode()
 }
 

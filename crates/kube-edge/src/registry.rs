@@ -26,6 +26,8 @@ pub struct CrossError {
 pub(crate) trait EntryHandle: Send + Sync {
     /// Queue depth and reconciles in flight.
     fn load(&self) -> (usize, usize);
+    /// CRs whose annotations and events wait on the lower-priority lane.
+    fn lane_waiting(&self) -> usize;
     /// Queued keys per shard, of `total` shards.
     fn queued_by_shard(&self, total: u32) -> BoxFuture<'static, BTreeMap<u32, usize>>;
     /// Reconciles in flight of keys in `shard`.

@@ -29,6 +29,8 @@ pub struct EntryReport {
     pub health: Option<Health>,
     pub queue_depth: usize,
     pub workers_busy: usize,
+    /// CRs whose annotations and events wait on the lower-priority lane.
+    pub lane_waiting: usize,
     /// The shards this replica holds (with `--shards`), else absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards_held: Option<Vec<u32>>,
@@ -36,6 +38,21 @@ pub struct EntryReport {
     pub api_version: String,
     pub kind: String,
     pub plural: String,
+}
+
+/// What a stopping runtime had not finished when its grace ran out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// Reconciles still in flight.
+    pub reconciles: usize,
+    /// CRs whose annotations and events were not written.
+    pub lane: usize,
+}
+
+impl Drained {
+    pub fn is_empty(&self) -> bool {
+        self.reconciles == 0 && self.lane == 0
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -170,13 +187,31 @@ impl Runtime {
             .sum()
     }
 
-    /// Waits until no reconcile is in flight, at most `limit`; returns how many were left.
-    pub async fn drain(&self, limit: Duration) -> usize {
+    /// CRs whose annotations and events wait on a lane or are being written, every entry
+    /// together.
+    pub fn lane_waiting(&self) -> usize {
+        let waiting: usize = self
+            .process
+            .registry
+            .all()
+            .iter()
+            .map(|p| p.handle.lane_waiting())
+            .sum();
+        waiting + crate::wake::lane_in_flight()
+    }
+
+    /// Waits, at most `limit`, until no reconcile is in flight and the lanes have written what
+    /// those reconciles left them (the seals with it: the next start skips what they cover);
+    /// call once [`Runtime::set_active`] said false. Returns what was left.
+    pub async fn drain(&self, limit: Duration) -> Drained {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let n = self.in_flight();
-            if n == 0 || tokio::time::Instant::now() >= deadline {
-                return n;
+            let left = Drained {
+                reconciles: self.in_flight(),
+                lane: self.lane_waiting(),
+            };
+            if left.is_empty() || tokio::time::Instant::now() >= deadline {
+                return left;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -230,6 +265,7 @@ impl Runtime {
                 health: None,
                 queue_depth: 0,
                 workers_busy: 0,
+                lane_waiting: 0,
                 shards_held: self.shards_held(),
                 api_version: String::new(),
                 kind: String::new(),
@@ -245,6 +281,7 @@ impl Runtime {
                     health: Some(health),
                     queue_depth,
                     workers_busy,
+                    lane_waiting: entry.handle.lane_waiting(),
                     shards_held: self.shards_held(),
                     api_version: String::new(),
                     kind: String::new(),
@@ -309,9 +346,13 @@ impl Runtime {
     /// Prometheus text, with the per-entry gauges brought up to date.
     pub async fn metrics_text(&self) -> String {
         for e in self.entries() {
-            self.process
-                .metrics
-                .entry_gauges(&e.name, e.queue_depth, e.workers_busy, &e.state);
+            self.process.metrics.entry_gauges(
+                &e.name,
+                e.queue_depth,
+                e.workers_busy,
+                e.lane_waiting,
+                &e.state,
+            );
         }
         let shards = &self.process.shards;
         self.process.metrics.set_shards_held(shards.held().len());

@@ -57,6 +57,11 @@ impl Drop for LaneInFlight {
     }
 }
 
+/// CRs' lane writes in flight in this process.
+pub(crate) fn lane_in_flight() -> usize {
+    LANE.load(Ordering::Relaxed)
+}
+
 /// Reconciles (or CRs' lane writes) in flight from which answers come as a stream.
 pub const CROWD: usize = 4;
 

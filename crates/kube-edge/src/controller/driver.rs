@@ -28,12 +28,17 @@ const BATCH: usize = 256;
 pub(crate) struct LoopHandle {
     pub inputs: UnboundedSender<Input>,
     pub load: watch::Receiver<Load>,
+    pub lane: Arc<Lane>,
 }
 
 impl EntryHandle for LoopHandle {
     fn load(&self) -> (usize, usize) {
         let l = self.load.borrow();
         (l.queue_depth, l.in_flight.len())
+    }
+
+    fn lane_waiting(&self) -> usize {
+        self.lane.len()
     }
 
     fn queued_by_shard(&self, total: u32) -> BoxFuture<'static, BTreeMap<u32, usize>> {
@@ -85,6 +90,7 @@ pub(crate) fn published(state: &EntryState, inputs: UnboundedSender<Input>) -> P
         handle: Arc::new(LoopHandle {
             inputs,
             load: state.load(),
+            lane: state.lane(),
         }),
     }
 }
@@ -186,18 +192,24 @@ pub(crate) async fn run(
 /// longer than `PATIENCE`, one at a time, so they do not compete with convergence for the
 /// API server. The patience outlasts a burst of thousands of new CRs (2,000 converge in
 /// 7–12 s on 2 cores): with 5 s, 0.23 lane writes per CR went before the burst had
-/// converged; with 30 s, none. Under load that never ends, the trickle still goes.
+/// converged; with 30 s, none. Under load that never ends, the trickle still goes. Once the
+/// process may no longer reconcile (stopping, or leadership lost), nothing competes: what
+/// waits goes `WHEN_STOPPING` CRs at a time, so a stopping ork writes its seals within its
+/// grace.
 pub(crate) async fn drive_lane(
     lane: Arc<Lane>,
     cluster: Arc<dyn Cluster>,
     load: watch::Receiver<Load>,
+    active: watch::Receiver<bool>,
 ) {
     const AT_ONCE: usize = 16;
+    const WHEN_STOPPING: usize = 64;
     const PATIENCE: Duration = Duration::from_secs(30);
     const LOOK_AGAIN: Duration = Duration::from_millis(100);
     loop {
-        let converging = load.borrow().converging;
-        let batch = if converging {
+        let batch = if !*active.borrow() {
+            lane.take(WHEN_STOPPING)
+        } else if load.borrow().converging {
             lane.take_waited(1, PATIENCE)
         } else {
             lane.take(AT_ONCE)
@@ -274,5 +286,79 @@ mod tests {
         }
         assert!(worst <= 1.25, "a 10-s window carried {worst:.2}× the mean");
         assert!(worst <= 1.5);
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use kube::runtime::events::{Event, EventType};
+
+    use super::*;
+    use crate::ports::CrRef;
+    use crate::reconcile::Later;
+    use crate::simulate::memory::{Change, MemoryCluster};
+
+    /// 100 CRs' writes waiting on a lane that holds back (reconciles run, none waited 30 s).
+    fn lane_of_100() -> Arc<Lane> {
+        let lane = Arc::new(Lane::default());
+        for i in 0..100 {
+            let cr = CrRef {
+                namespace: Some("ns".into()),
+                name: format!("cr-{i}"),
+                uid: None,
+                resource_version: None,
+            };
+            let event = Event {
+                type_: EventType::Normal,
+                reason: "Reconciled".into(),
+                note: None,
+                action: "Reconcile".into(),
+                secondary: None,
+            };
+            lane.push(&format!("ns/cr-{i}"), Later::new(cr, None, vec![event]));
+        }
+        lane
+    }
+
+    fn events(cluster: &MemoryCluster) -> usize {
+        cluster
+            .take_journal()
+            .iter()
+            .filter(|c| matches!(c, Change::Event { .. }))
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_stopping_process_writes_what_waits_on_the_lane_at_once() {
+        let converging = Load {
+            converging: true,
+            ..Load::default()
+        };
+        let (_load_tx, load) = watch::channel(converging);
+        // Active and converging: the lane holds back.
+        let cluster = Arc::new(MemoryCluster::default());
+        let lane = lane_of_100();
+        let (active_tx, active) = watch::channel(true);
+        let task = tokio::spawn(drive_lane(
+            lane.clone(),
+            cluster.clone(),
+            load.clone(),
+            active,
+        ));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(events(&cluster), 0, "nothing waited the patience yet");
+        assert_eq!(lane.len(), 100);
+        // Stopping: everything goes, though reconciles were still running.
+        active_tx.send_replace(false);
+        for _ in 0..100 {
+            if lane.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(lane.is_empty(), "{} CRs' writes still wait", lane.len());
+        assert_eq!(events(&cluster), 100);
+        task.abort();
     }
 }

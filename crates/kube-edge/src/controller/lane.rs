@@ -1,7 +1,8 @@
 //! The lower-priority lane: the CR annotations and events reconciles call for, coalesced per
 //! CR and written after them, so they never delay another CR's convergence (SPEC §10): while
 //! reconciles are running or fresh changes wait, only writes that waited longer than a patience
-//! go, one at a time.
+//! go, one at a time. A stopping ork writes what waits within `--shutdown-grace` (the seals
+//! with it, so the next start skips the CRs they cover).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -79,6 +80,11 @@ impl Lane {
 
     pub fn is_empty(&self) -> bool {
         self.lock().by_key.is_empty()
+    }
+
+    /// CRs whose writes wait.
+    pub fn len(&self) -> usize {
+        self.lock().by_key.len()
     }
 
     /// Waits until something is pushed.

@@ -213,7 +213,12 @@ pub(crate) async fn start_entry(
     let (api, config) = cr_watch(&ctx, &client);
     tasks.spawn(watch_crs(feed, api, config).in_current_span());
     let published = published(&state, inputs.clone());
-    let lane = drive_lane(state.lane(), cluster.clone(), state.load());
+    let lane = drive_lane(
+        state.lane(),
+        cluster.clone(),
+        state.load(),
+        process.active.clone(),
+    );
     let worker = Arc::new(Worker {
         ctx: ctx.clone(),
         cluster,

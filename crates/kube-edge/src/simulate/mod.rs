@@ -17,7 +17,7 @@ use crate::process::Process;
 use crate::reconcile::Success;
 
 mod check;
-mod memory;
+pub(crate) mod memory;
 mod probe;
 mod types;
 mod world;

@@ -186,6 +186,9 @@ pub const SCALE: usize = 10_000;
 /// In scale mode, at most this many Widgets are created and not yet Ready at any time.
 pub const PACE: usize = 2_000;
 
+/// How long a stopped ork may take to exit: its `--shutdown-grace` (20 s) and a margin.
+pub const STOP_LIMIT: Duration = Duration::from_secs(30);
+
 impl Bench {
     fn limit(&self) -> Duration {
         Duration::from_secs(120 + self.n as u64 / 5)
@@ -225,8 +228,11 @@ impl Bench {
 
     /// Waits until the API server has served no write for 1.5 s (at most 60 s): the work a
     /// phase caused, including low-priority writes after convergence, is then all counted.
+    /// Waits until the API server has had no writes for 1.5 s (the lane's annotations and
+    /// events written), at most a minute, or a second per 100 CRs in scale mode.
     async fn settle(&self) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let limit = Duration::from_secs(60).max(Duration::from_secs(self.n as u64 / 100));
+        let deadline = Instant::now() + limit;
         let mut last = ApiCounts::read(&self.client).await?.writes().total();
         let mut quiet = 0;
         while quiet < 3 && Instant::now() < deadline {
@@ -428,6 +434,11 @@ impl Bench {
         let at_converge = CpuSnapshot::read(&self.pids(Some(&proc)));
         let requests_at_converge = ApiCounts::read(&self.client).await?;
         self.settle().await?;
+        eprintln!(
+            "ork-bench: {}: writes quiet {:.1} s after converged",
+            system.name(),
+            converged.elapsed().as_secs_f64()
+        );
         let after = self.snapshot(Some(&proc)).await?;
         let mut r = self.result(system, &before, &after);
         r.cpu_to_converge = at_converge.since(&before.cpu).0;
@@ -570,7 +581,12 @@ impl Bench {
         tokio::time::sleep_until((ready_at + MINUTE).into()).await;
         let after = self.snapshot(None).await?;
         let peak_rss_mib = probe::peak_rss_mib(ork.pid());
-        drop(ork);
+        let (stop, exited) = ork.stop(STOP_LIMIT).await;
+        eprintln!(
+            "ork-bench: restarted ork stopped in {:.1} s{}",
+            stop.as_secs_f64(),
+            if exited { "" } else { " (SIGKILLed)" }
+        );
         let window_s = (after.at - ready_at.min(after.at)).as_secs_f64();
         let first = before.calls + k as u64 + 1;
         let spread = if after.calls > first {

@@ -69,6 +69,23 @@ impl Proc {
         }
         Ok(())
     }
+
+    /// SIGTERM, as a kubelet stops a pod, then SIGKILL if it is still there after `limit`;
+    /// returns how long it took to exit and whether it exited by itself.
+    pub async fn stop(mut self, limit: std::time::Duration) -> (std::time::Duration, bool) {
+        let started = std::time::Instant::now();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+        while started.elapsed() < limit {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return (started.elapsed(), true);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        drop(self);
+        (started.elapsed(), false)
+    }
 }
 
 impl Drop for Proc {

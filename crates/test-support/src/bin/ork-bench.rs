@@ -199,7 +199,14 @@ async fn main() -> Result<()> {
                     eprintln!("ork-bench: measured {r:?}");
                     let converge_s = r.converge_s;
                     phases.push(r);
-                    drop(proc);
+                    // SIGTERM, as a kubelet stops a pod: ork writes what waits on its lane.
+                    let (stop, exited) = proc.stop(phase::STOP_LIMIT).await;
+                    eprintln!(
+                        "ork-bench: {} stopped in {:.1} s{}",
+                        system.name(),
+                        stop.as_secs_f64(),
+                        if exited { "" } else { " (SIGKILLed)" }
+                    );
                     if *system == System::Ork && round == args.rounds {
                         // Unchanged, with a period whose due resyncs are under 1 % of the CRs a
                         // minute; then 1 % edited, with the phase's period (the spread of its
