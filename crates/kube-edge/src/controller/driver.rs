@@ -186,8 +186,9 @@ pub(crate) async fn run(
     }
 }
 
-/// Writes the lane's annotations and events, forever: up to `AT_ONCE` CRs' at a time when
-/// no reconcile runs or waits (as many as the default workers, and enough for the thread to
+/// Writes the lane's annotations and events, forever: up to `AT_ONCE` CRs' at a time when no
+/// fresh change is being reconciled or waits (resyncs, requeues and retries may run: they are
+/// background work too) (as many as the default workers, and enough for the thread to
 /// gather their answers into few wake-ups, see [`crate::wake`]); meanwhile only what waited
 /// longer than `PATIENCE`, one at a time, so they do not compete with convergence for the
 /// API server. The patience outlasts a burst of thousands of new CRs (2,000 converge in

@@ -38,7 +38,7 @@ impl LiveView {
         self.scopes
             .get(child.type_index)?
             .iter()
-            .find(|s| s.scope.is_none() || s.scope == child.namespace)
+            .find(|s| s.scope.is_none() || s.scope.as_deref() == child.namespace.as_deref())
     }
 
     /// The namespace of scope `scope` of type `type_index` (`None`: everywhere).

@@ -95,11 +95,7 @@ impl Observer {
                 None => (None, None),
             };
             ChildView {
-                child: ChildRef {
-                    type_index,
-                    namespace: o.namespace(),
-                    name: o.name_any(),
-                },
+                child: ChildRef::new(type_index, o.metadata.namespace.as_deref(), &o.name_any()),
                 uid: o.uid().unwrap_or_default(),
                 sweepable: by_mark && o.annotations().get(OWNER_KIND) == Some(&self.ctx.owner_kind),
                 marked: by_mark,

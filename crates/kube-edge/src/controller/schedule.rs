@@ -2,7 +2,7 @@
 //! finished reconcile means for its key and for the entry's health, and the recovery after a
 //! service outage (a half-open probe). Owned by the entry loop; time is passed in.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use ork_engine::backoff::Backoff;
@@ -31,6 +31,9 @@ pub(crate) struct Schedule {
     /// Since when each waiting key waits (a change seen, or a retry's time), for the metric of
     /// the time keys wait; measured, never decided on.
     waiting_since: HashMap<String, Instant>,
+    /// Keys in flight for a fresh change (a create, an edit, drift: [`Reason::is_fresh`]), as
+    /// against resyncs, requeues and retries.
+    fresh_in_flight: HashSet<String>,
 }
 
 /// Keys waiting out a backoff because the service was unreachable, and the probe among them.
@@ -60,6 +63,7 @@ impl Schedule {
             counts: HashMap::new(),
             recovery: Recovery::default(),
             waiting_since: HashMap::new(),
+            fresh_in_flight: HashSet::new(),
         }
     }
 
@@ -99,7 +103,13 @@ impl Schedule {
             self.recovery.probe = Some(key);
             self.recovery.last_probe = Some(now);
         }
-        self.queue.pop()
+        let next = self.queue.pop();
+        if let Some((key, reason)) = &next
+            && reason.is_fresh()
+        {
+            self.fresh_in_flight.insert(key.clone());
+        }
+        next
     }
 
     /// A key handed out by [`Schedule::next`] that is not reconciled after all (another
@@ -247,6 +257,7 @@ impl Schedule {
         if self.recovery.probe.as_deref() == Some(key) {
             self.recovery.probe = None;
         }
+        self.fresh_in_flight.remove(key);
         self.queue.done(&key.to_string());
     }
 
@@ -282,6 +293,11 @@ impl Schedule {
     pub fn has_fresh(&self) -> bool {
         self.queue.has_fresh()
     }
+
+    /// Whether a fresh change is being reconciled.
+    pub fn fresh_in_flight(&self) -> bool {
+        !self.fresh_in_flight.is_empty()
+    }
 }
 
 /// `now + delay`, saturating far in the future instead of overflowing.
@@ -302,6 +318,24 @@ mod tests {
         }))
         .expect("a queue");
         Schedule::new(&queue)
+    }
+
+    #[test]
+    fn only_fresh_changes_in_flight_count_as_converging() {
+        let mut s = schedule("1s", "10s");
+        let (now, mut health) = (Instant::now(), Health::new(3));
+        s.add("ns/resynced".into(), Reason::Resync);
+        assert_eq!(s.next(now), Some(("ns/resynced".into(), Reason::Resync)));
+        assert!(!s.fresh_in_flight(), "a resync is background work");
+        s.add("ns/new".into(), Reason::Create);
+        assert_eq!(s.next(now), Some(("ns/new".into(), Reason::Create)));
+        assert!(s.fresh_in_flight());
+        s.finished("ns/new", None, &mut health, now);
+        assert!(!s.fresh_in_flight(), "the create finished");
+        s.add("ns/edited".into(), Reason::Update);
+        assert!(s.next(now).is_some());
+        s.skip("ns/edited");
+        assert!(!s.fresh_in_flight(), "a skipped key is not in flight");
     }
 
     fn unreachable() -> Result<Success, ReconcileError> {

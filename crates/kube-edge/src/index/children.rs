@@ -84,7 +84,7 @@ impl Index {
             ChildState {
                 uid,
                 owner_uid: owner_uid.clone(),
-                owner_key: owner_key.clone(),
+                owner_key: owner_key.as_deref().map(Into::into),
                 sweepable,
                 marked,
                 fingerprint,
@@ -131,7 +131,11 @@ impl Index {
             out.extend(self.settle(state.owner_key.as_deref(), owner));
         }
         if !self.deleted_by_ork.remove(&state.uid) {
-            out.extend(self.drift(state.owner_key, child.clone(), Some(state.uid.to_string())));
+            out.extend(self.drift(
+                state.owner_key.map(String::from),
+                child.clone(),
+                Some(state.uid.to_string()),
+            ));
         }
         out
     }

@@ -73,7 +73,7 @@ impl Index {
             if let Some(state) = self.crs.get_mut(&view.key) {
                 state.requested_at = view.requested_at;
                 if keep_json {
-                    state.previous = view.json;
+                    state.previous = view.json.map(Box::new);
                 }
             }
             return None;
@@ -85,7 +85,7 @@ impl Index {
         } else {
             Reason::Update
         };
-        let before = previous.and_then(|p| p.previous.clone());
+        let before = previous.and_then(|p| p.previous.as_deref().cloned());
         let uid = Uid::new(&view.uid);
         self.kept.remove(&uid);
         self.live.insert(uid.clone());
@@ -94,7 +94,11 @@ impl Index {
             CrState {
                 uid,
                 fingerprint: view.fingerprint,
-                previous: if keep_json { view.json.clone() } else { None },
+                previous: if keep_json {
+                    view.json.clone().map(Box::new)
+                } else {
+                    None
+                },
                 requested_at: view.requested_at.clone(),
             },
         );

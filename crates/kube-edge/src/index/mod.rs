@@ -9,6 +9,7 @@
 //! until then, so it is judged knowing every write that reconcile made.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ork_engine::gate::{CompiledGate, sentinels};
 use ork_engine::queue::Reason;
@@ -35,12 +36,50 @@ pub(crate) enum Effect {
     Forget(String),
 }
 
-/// A child by type (index into the entry's managed types), namespace and name.
+/// A child by type (index into the entry's managed types), namespace and name. The index keeps
+/// each child's twice (by name, and in its owner's list): its texts are shared, and a namespace
+/// is one text for all its children ([`shared_namespace`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct ChildRef {
     pub type_index: usize,
-    pub namespace: Option<String>,
-    pub name: String,
+    pub namespace: Option<Arc<str>>,
+    pub name: Arc<str>,
+}
+
+impl ChildRef {
+    pub fn new(type_index: usize, namespace: Option<&str>, name: &str) -> ChildRef {
+        ChildRef {
+            type_index,
+            namespace: namespace.map(shared_namespace),
+            name: name.into(),
+        }
+    }
+}
+
+/// The one text of namespace `ns` that every [`ChildRef`] in it points at. Texts no child
+/// points at any more are let go when the set has doubled since it was last pruned, so a cluster
+/// whose namespaces come and go keeps only those in use.
+pub(crate) fn shared_namespace(ns: &str) -> Arc<str> {
+    struct Shared {
+        texts: HashSet<Arc<str>>,
+        prune_at: usize,
+    }
+    static SHARED: Mutex<Option<Shared>> = Mutex::new(None);
+    let mut guard = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    let shared = guard.get_or_insert_with(|| Shared {
+        texts: HashSet::new(),
+        prune_at: 64,
+    });
+    if let Some(text) = shared.texts.get(ns) {
+        return text.clone();
+    }
+    if shared.texts.len() >= shared.prune_at {
+        shared.texts.retain(|t| Arc::strong_count(t) > 1);
+        shared.prune_at = (shared.texts.len() * 2).max(64);
+    }
+    let text: Arc<str> = ns.into();
+    shared.texts.insert(text.clone());
+    text
 }
 
 /// One watch event, reduced to what the index needs.
@@ -123,7 +162,8 @@ pub(crate) struct OwnWrites {
 struct CrState {
     uid: Uid,
     fingerprint: u64,
-    previous: Option<Value>,
+    /// What the enqueue gate and sentinels last read (kept only when the entry has them).
+    previous: Option<Box<Value>>,
     requested_at: Option<String>,
 }
 
@@ -131,7 +171,7 @@ struct CrState {
 struct ChildState {
     uid: Uid,
     owner_uid: Option<Uid>,
-    owner_key: Option<String>,
+    owner_key: Option<Box<str>>,
     sweepable: bool,
     marked: bool,
     fingerprint: u64,

@@ -70,7 +70,9 @@ impl Index {
                     .iter()
                     .filter_map(|c| self.children.get(c))
                     .filter(|state| state.sweepable)
-                    .filter_map(|state| Some((state.owner_key.clone()?, uid.clone())))
+                    .filter_map(|state| {
+                        Some((state.owner_key.as_deref()?.to_string(), uid.clone()))
+                    })
             })
             .collect();
         found
@@ -92,7 +94,7 @@ impl Index {
         if !state.sweepable || self.live.contains(owner) || self.kept.contains(owner) {
             return None;
         }
-        let (key, owner) = (state.owner_key.clone()?, owner.clone());
+        let (key, owner) = (state.owner_key.as_deref()?.to_string(), owner.clone());
         self.went(key, owner)
     }
 

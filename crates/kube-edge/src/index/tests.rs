@@ -124,7 +124,7 @@ fn children_are_found_by_owner_and_a_relist_drops_the_deleted_ones() {
     let names: Vec<String> = ix
         .children_of("uid-ns/a", Some("ns"))
         .into_iter()
-        .map(|c| c.name)
+        .map(|c| c.name.to_string())
         .collect();
     assert_eq!(names, ["one"]);
 }
@@ -146,7 +146,7 @@ fn a_relist_of_one_namespace_keeps_the_children_of_another() {
     let names: Vec<String> = ix
         .children_of("uid-ns/a", Some("ns"))
         .into_iter()
-        .map(|c| c.name)
+        .map(|c| c.name.to_string())
         .collect();
     assert_eq!(
         names,
@@ -640,4 +640,29 @@ fn fingerprints_are_stable_and_order_free() {
         fingerprint(&json!(["ab", "c"])),
         fingerprint(&json!(["a", "bc"]))
     );
+}
+
+#[test]
+fn children_of_one_namespace_share_its_text_and_unused_texts_go() {
+    let a = ChildRef::new(0, Some("shared-ns"), "a");
+    let b = ChildRef::new(1, Some("shared-ns"), "b");
+    let (Some(na), Some(nb)) = (&a.namespace, &b.namespace) else {
+        panic!("both have a namespace");
+    };
+    assert!(Arc::ptr_eq(na, nb), "one text for the namespace");
+    assert_eq!(&**na, "shared-ns");
+    // Namespaces that come and go: the set is pruned of texts nobody points at.
+    let weak = Arc::downgrade(&shared_namespace("gone-ns-0"));
+    for i in 1..1_000 {
+        drop(shared_namespace(&format!("gone-ns-{i}")));
+    }
+    assert!(
+        weak.upgrade().is_none(),
+        "a namespace no child is in is let go"
+    );
+    let again = ChildRef::new(0, Some("shared-ns"), "c");
+    assert!(Arc::ptr_eq(
+        na,
+        again.namespace.as_ref().expect("a namespace")
+    ));
 }

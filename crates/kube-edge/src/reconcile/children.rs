@@ -96,11 +96,7 @@ async fn gather<'a>(
         .iter()
         .filter_map(|child| {
             let type_index = ctx.child_index(&child.managed.group, &child.managed.kind)?;
-            let at = ChildRef {
-                type_index,
-                namespace: child.namespace.clone(),
-                name: child.name.clone(),
-            };
+            let at = ChildRef::new(type_index, child.namespace.as_deref(), &child.name);
             let live = ports.live.get(&at);
             let mut object = stamped(child, owner);
             let since = live

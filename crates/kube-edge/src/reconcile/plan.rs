@@ -172,8 +172,8 @@ pub(crate) fn plan(
         .enumerate()
         .map(|(i, t)| Step {
             kind: t.child.managed.kind.clone(),
-            namespace: t.at.namespace.clone(),
-            name: t.at.name.clone(),
+            namespace: t.at.namespace.as_deref().map(str::to_string),
+            name: t.at.name.to_string(),
             fate: fate(owner, t),
             target: Some(i),
             at: t.at.clone(),
@@ -187,8 +187,8 @@ pub(crate) fn plan(
                 .filter(|(at, _)| !desired.contains(at))
                 .map(|(at, _)| Step {
                     kind: kind_of(at.type_index),
-                    namespace: at.namespace.clone(),
-                    name: at.name.clone(),
+                    namespace: at.namespace.as_deref().map(str::to_string),
+                    name: at.name.to_string(),
                     fate: Fate::Prune,
                     target: None,
                     at: at.clone(),
