@@ -1,6 +1,8 @@
 //! The per-entry index: what the watches have seen, in the shape reconciles need it (children by
 //! owner UID, sentinels), and which keys a watch event must trigger. Pure: watch events in,
-//! [`Effect`]s out; no I/O, no clock, no lock. One owner (the entry loop) drives it.
+//! [`Effect`]s out; no I/O, no clock, no lock. One owner (the entry loop) drives it. (Only
+//! `ChildRef::new`, called where watch events and plans are read, takes a lock: that of the
+//! process-wide set of namespace texts.)
 //!
 //! ork's own writes never trigger a call. For CRs that follows from the fingerprint: status,
 //! ork's annotations and finalizers are not part of it, so only a change someone made to what the
