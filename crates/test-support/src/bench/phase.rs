@@ -111,7 +111,9 @@ pub struct RestartCost {
     pub window_s: f64,
     /// Calls from the start to the end of the window.
     pub calls: u64,
-    /// The resyncs that fall due in the window: CRs × window / period.
+    /// The resyncs that fall due over the same span as the calls, from the start (the lists
+    /// included: resyncs fall due while ork lists and go once it is ready) to the end of the
+    /// window: CRs × span / period.
     pub due_resyncs: f64,
     /// The calls after the edited ones, in whole 10-second windows: the busiest window's count
     /// over the mean (1.0: perfectly even).
@@ -613,7 +615,8 @@ impl Bench {
             reconciled_s: (k > 0).then_some(reconciled_s),
             window_s,
             calls: after.calls - before.calls,
-            due_resyncs: crs as f64 * window_s / resync_s.max(1) as f64,
+            due_resyncs: crs as f64 * after.at.saturating_duration_since(started).as_secs_f64()
+                / resync_s.max(1) as f64,
             spread,
             requests: after.requests.since(&before.requests),
             peak_rss_mib,

@@ -485,7 +485,7 @@ impl Report {
             let writes = job.writes();
             let _ = writeln!(
                 o,
-                "R (ork restarted on {} converged CRs, resync {}s, {} edited while it was down): ready in {:.2}s{}; then {} calls ({:.0} resyncs due{}) and {:.0} API writes ({}) until {:.0}s after ready; peak RSS {}",
+                "R (ork restarted on {} converged CRs, resync {}s, {} edited while it was down): ready in {:.2}s{}; then {} calls from the start ({:.0} resyncs due since the start{}) and {:.0} API writes ({}) until {:.0}s after ready; peak RSS {}",
                 r.crs,
                 r.resync_s,
                 r.edited,
