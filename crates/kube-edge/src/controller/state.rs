@@ -276,43 +276,40 @@ impl EntryState {
         }
     }
 
-    /// Queues the known CRs whose key passes `mine` with `reason`, and the sweeps due under
-    /// such keys.
     /// The resyncs whose phase lies in `(from, to]` of the period (milliseconds). A CR whose
     /// last reconcile ended less than half a period ago was just looked at: its resync comes
     /// with the next period, so a CR created in a long burst is not called again moments after
     /// its first reconcile because its phase happened to come next. Between two resyncs of a
-    /// CR left alone there is then at least half a period and at most one and a half.
+    /// CR left alone there is then at least half a period and at most one and a half. The
+    /// sweeps due under keys of the window are queued whatever the last reconcile.
     fn resync(&mut self, from: u64, to: u64, period: u64) {
         let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
         let half = i64::try_from(period / 2).unwrap_or(i64::MAX);
+        let in_phase = |k: &str| in_window(resync_phase(k, period), from, to);
         let recorder = &self.recorder;
-        let due: Vec<String> = self
-            .index
-            .keys()
-            .into_iter()
-            .filter(|k| in_window(resync_phase(k, period), from, to))
-            .filter(|k| {
-                recorder
+        let due = self.index.keys_where(|k| {
+            in_phase(k)
+                && recorder
                     .last(k)
                     .is_none_or(|r| now.saturating_sub(r.at) >= half)
-            })
-            .collect();
+        });
         for k in due {
             self.schedule.add(k, Reason::Resync);
         }
-        for k in self.index.due_sweeps() {
-            if in_window(resync_phase(&k, period), from, to) {
-                self.schedule.add(k, Reason::Sweep);
-            }
-        }
+        self.enqueue_sweeps_where(in_phase);
     }
 
+    /// Queues the known CRs whose key passes `mine` with `reason`, and the sweeps due under
+    /// such keys.
     fn enqueue_where(&mut self, reason: Reason, mine: impl Fn(&str) -> bool) {
-        for k in self.index.keys().into_iter().filter(|k| mine(k)) {
+        for k in self.index.keys_where(&mine) {
             self.schedule.add(k, reason);
         }
-        for k in self.index.due_sweeps().into_iter().filter(|k| mine(k)) {
+        self.enqueue_sweeps_where(mine);
+    }
+
+    fn enqueue_sweeps_where(&mut self, mine: impl Fn(&str) -> bool) {
+        for k in self.index.due_sweeps_where(mine) {
             self.schedule.add(k, Reason::Sweep);
         }
     }

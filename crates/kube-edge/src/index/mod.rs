@@ -266,6 +266,12 @@ impl Index {
 
     /// Every known CR key.
     pub fn keys(&self) -> Vec<String> {
-        self.crs.keys().cloned().collect()
+        self.keys_where(|_| true)
+    }
+
+    /// The known CR keys that pass `mine`, copied only when they do (a resync tick looks at
+    /// every key and takes a few hundredth of them).
+    pub fn keys_where(&self, mine: impl Fn(&str) -> bool) -> Vec<String> {
+        self.crs.keys().filter(|k| mine(k)).cloned().collect()
     }
 }

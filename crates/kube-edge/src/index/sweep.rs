@@ -4,9 +4,10 @@
 use super::*;
 
 impl Index {
-    /// The keys with a sweep due (queued with every resync, and when a shard is taken over).
-    pub fn due_sweeps(&self) -> Vec<String> {
-        self.gone.keys().cloned().collect()
+    /// The keys with a sweep due that pass `mine` (queued with every resync of their key, and
+    /// when a shard is taken over).
+    pub fn due_sweeps_where(&self, mine: impl Fn(&str) -> bool) -> Vec<String> {
+        self.gone.keys().filter(|k| mine(k)).cloned().collect()
     }
 
     /// The CR `uid` under `key` is gone. Children ork applied for it that no owner reference
