@@ -207,10 +207,7 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     let left = if signalled {
         tokio::select! {
             left = runtime.drain(args.shutdown_grace) => left,
-            _ = &mut entries => ork_kube::Drained {
-                reconciles: runtime.in_flight(),
-                lane: runtime.lane_waiting(),
-            },
+            _ = &mut entries => runtime.unfinished(),
         }
     } else {
         runtime.drain(args.shutdown_grace).await

@@ -200,16 +200,21 @@ impl Runtime {
         waiting + crate::wake::lane_in_flight()
     }
 
+    /// What is not finished yet: reconciles in flight, lane writes waiting or in flight.
+    pub fn unfinished(&self) -> Drained {
+        Drained {
+            reconciles: self.in_flight(),
+            lane: self.lane_waiting(),
+        }
+    }
+
     /// Waits, at most `limit`, until no reconcile is in flight and the lanes have written what
     /// those reconciles left them (the seals with it: the next start skips what they cover);
     /// call once [`Runtime::set_active`] said false. Returns what was left.
     pub async fn drain(&self, limit: Duration) -> Drained {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let left = Drained {
-                reconciles: self.in_flight(),
-                lane: self.lane_waiting(),
-            };
+            let left = self.unfinished();
             if left.is_empty() || tokio::time::Instant::now() >= deadline {
                 return left;
             }
