@@ -25,7 +25,9 @@ mod validate_cluster;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);
 // mimalloc halves it for about the same resident memory as glibc's allocator (`cargo xtask
-// bench`: 35 against 34 MiB at 2,000 CRs).
+// bench`: 35 against 34 MiB at 2,000 CRs). `--no-default-features` leaves it out, for heap
+// profilers that see only the system allocator's heap.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
