@@ -120,10 +120,19 @@ impl Record {
     }
 }
 
+/// What the recorder holds of one CR.
+#[derive(Debug)]
+struct Held {
+    /// Reconciles that reached the service or failed, since ork started (the metrics
+    /// annotation's count): more than the records kept.
+    reconciles: u64,
+    records: VecDeque<Record>,
+}
+
 /// The records of one entry's CRs.
 #[derive(Debug, Default)]
 pub(crate) struct Recorder {
-    by_key: HashMap<String, VecDeque<Record>>,
+    by_key: HashMap<String, Held>,
     /// Bytes of requests and answers kept.
     bytes: usize,
     /// Of those, of reconciles that went well.
@@ -143,10 +152,14 @@ impl Recorder {
     /// record that says what the newest says folds into it (counted, with the newer times).
     pub fn add(&mut self, key: &str, mut record: Record) {
         // Most CRs only ever have a record or two: room for one at first, not the default's.
-        let records = self
-            .by_key
-            .entry(key.to_string())
-            .or_insert_with(|| VecDeque::with_capacity(1));
+        let held = self.by_key.entry(key.to_string()).or_insert_with(|| Held {
+            reconciles: 0,
+            records: VecDeque::with_capacity(1),
+        });
+        if matches!(record.outcome, "ok" | "error") {
+            held.reconciles += 1;
+        }
+        let records = &mut held.records;
         let fold = records.back().is_some_and(|p| p.same_as(&record));
         if let Some(previous) = records.back_mut() {
             let size = previous.size();
@@ -170,6 +183,11 @@ impl Recorder {
         if ok {
             self.ok_bytes += size;
         }
+        // One more record's room, not the doubling `push_back` takes (a CR's second record
+        // would hold room for four): at 100,000 CRs that is 37 MB.
+        if records.len() == records.capacity() {
+            records.reserve_exact(1);
+        }
         records.push_back(record);
         if records.len() > DEPTH {
             records.pop_front();
@@ -178,8 +196,8 @@ impl Recorder {
 
     /// The CR is gone.
     pub fn forget(&mut self, key: &str) {
-        if let Some(records) = self.by_key.remove(key) {
-            for r in &records {
+        if let Some(held) = self.by_key.remove(key) {
+            for r in &held.records {
                 self.bytes -= r.size();
                 if r.outcome == "ok" {
                     self.ok_bytes -= r.size();
@@ -190,12 +208,18 @@ impl Recorder {
 
     /// The newest record of `key`.
     pub fn last(&self, key: &str) -> Option<&Record> {
-        self.by_key.get(key)?.back()
+        self.by_key.get(key)?.records.back()
     }
 
     #[cfg(test)]
     pub fn last_mut(&mut self, key: &str) -> Option<&mut Record> {
-        self.by_key.get_mut(key)?.back_mut()
+        self.by_key.get_mut(key)?.records.back_mut()
+    }
+
+    /// How many reconciles of `key` reached the service or failed since ork started (a gated
+    /// or deleting pass is not one).
+    pub fn reconciles(&self, key: &str) -> u64 {
+        self.by_key.get(key).map_or(0, |held| held.reconciles)
     }
 
     /// What the recorder holds of `key`, newest first.
@@ -204,7 +228,7 @@ impl Recorder {
             .by_key
             .get(key)
             .into_iter()
-            .flatten()
+            .flat_map(|held| &held.records)
             .rev()
             .map(Record::json)
             .collect();
@@ -266,6 +290,33 @@ mod tests {
         r.forget("ns/a");
         assert_eq!(r.bytes, 0);
         assert_eq!(r.show("ns/a"), json!([]));
+    }
+
+    #[test]
+    fn a_cr_holds_room_for_the_records_it_has_and_no_more() {
+        let mut r = Recorder::default();
+        for n in 0..DEPTH + 4 {
+            r.add("ns/a", distinct(n, 10));
+            // Room for the records held, and for one more once the oldest are let go.
+            assert!(r.by_key["ns/a"].records.capacity() <= (n + 1).min(DEPTH + 1));
+        }
+    }
+
+    #[test]
+    fn reconciles_are_counted_beyond_the_records_kept_and_gated_passes_are_not() {
+        let mut r = Recorder::default();
+        for n in 0..DEPTH + 4 {
+            r.add("ns/a", distinct(n, 10));
+        }
+        let mut failed = distinct(100, 10);
+        failed.outcome = "error";
+        r.add("ns/a", failed);
+        let mut gated = distinct(101, 10);
+        gated.outcome = "gated";
+        r.add("ns/a", gated);
+        assert_eq!(r.reconciles("ns/a"), u64::try_from(DEPTH + 5).unwrap_or(0));
+        r.forget("ns/a");
+        assert_eq!(r.reconciles("ns/a"), 0);
     }
 
     #[test]

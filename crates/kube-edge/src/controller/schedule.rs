@@ -25,8 +25,6 @@ pub(crate) struct Schedule {
     backoff: Backoff<String>,
     /// The backoff of failed sweeps, per key.
     sweeps: Backoff<String>,
-    /// Reconciles per key so far (the metrics annotation).
-    counts: HashMap<String, u64>,
     recovery: Recovery,
     /// Since when each waiting key waits (a change seen, or a retry's time), for the metric of
     /// the time keys wait; measured, never decided on.
@@ -60,7 +58,6 @@ impl Schedule {
             queue: WorkQueue::default(),
             backoff: Backoff::from_queue(queue),
             sweeps: Backoff::from_queue(queue),
-            counts: HashMap::new(),
             recovery: Recovery::default(),
             waiting_since: HashMap::new(),
             fresh_in_flight: HashSet::new(),
@@ -132,17 +129,12 @@ impl Schedule {
         self.backoff.failures(&key.to_string()) + 1
     }
 
-    pub fn count(&self, key: &str) -> u64 {
-        self.counts.get(key).copied().unwrap_or(0)
-    }
-
     /// The CR is gone.
     pub fn forget(&mut self, key: &str) {
         let k = key.to_string();
         self.queue.forget(&k);
         self.backoff.reset(&k);
         self.sweeps.reset(&k);
-        self.counts.remove(key);
         self.recovery.waiting.remove(key);
         self.waiting_since.remove(key);
     }
@@ -185,7 +177,6 @@ impl Schedule {
                     }
                     Success::Deleting => false,
                     Success::Reconciled { requeue_after } => {
-                        *self.counts.entry(k.clone()).or_default() += 1;
                         health.record_success(&stamp);
                         self.backoff.reset(&k);
                         if let Some(after) = requeue_after {
@@ -207,7 +198,6 @@ impl Schedule {
                 }
             }
             Err(e) => {
-                *self.counts.entry(k.clone()).or_default() += 1;
                 if e.answered() {
                     self.service_answered();
                 }
@@ -388,7 +378,6 @@ mod tests {
             Some(("ns/a".into(), Reason::Retry))
         );
         assert_eq!(s.attempt("ns/a"), 1);
-        assert_eq!(s.count("ns/a"), 3);
         assert_eq!(s.next_deadline(), None);
         assert_eq!(h.consecutive_fails, 0);
     }
@@ -484,7 +473,7 @@ mod tests {
         run(&mut s, &mut h, t0, &unreachable());
         s.forget("ns/a");
         assert_eq!(s.next_deadline(), None);
-        assert_eq!((s.attempt("ns/a"), s.count("ns/a")), (1, 0));
+        assert_eq!(s.attempt("ns/a"), 1);
     }
 
     #[test]

@@ -470,7 +470,7 @@ impl EntryState {
             children,
             cross,
             health: self.health.clone(),
-            count: self.schedule.count(key),
+            count: self.recorder.reconciles(key),
         })
     }
 
