@@ -30,6 +30,11 @@ const SERIES_TTL: Duration = Duration::from_secs(6 * 60);
 /// How often series older than [`SERIES_TTL`] are forgotten.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
+/// Series remembered at most (client-go's event correlator keeps as many): past it, the oldest
+/// quarter is forgotten. A burst of 100,000 new CRs sends a success event each within minutes;
+/// remembering each for [`SERIES_TTL`] cost 140 bytes per CR, for repeats that do not come.
+const MAX_SERIES: usize = 4096;
+
 /// The event object a series lives on.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -42,6 +47,51 @@ struct Seen {
 struct Series {
     by_key: HashMap<u64, Seen>,
     swept: Instant,
+}
+
+impl Series {
+    fn new(now: Instant) -> Series {
+        Series {
+            by_key: HashMap::new(),
+            swept: now,
+        }
+    }
+
+    /// The series of `key` if it is recent at `now`; sweeps old series now and then.
+    fn recent(&mut self, key: u64, now: Instant) -> Option<Seen> {
+        if now.saturating_duration_since(self.swept) >= SWEEP_EVERY {
+            self.by_key
+                .retain(|_, seen| now.saturating_duration_since(seen.last) < SERIES_TTL);
+            self.swept = now;
+        }
+        self.by_key
+            .get(&key)
+            .filter(|seen| now.saturating_duration_since(seen.last) < SERIES_TTL)
+            .cloned()
+    }
+
+    /// `key`'s series is on the event `name`, `count` times, the last at `now`.
+    fn remember(&mut self, key: u64, name: String, count: u32, now: Instant) {
+        if self.by_key.len() >= MAX_SERIES && !self.by_key.contains_key(&key) {
+            self.forget_oldest();
+        }
+        self.by_key.insert(
+            key,
+            Seen {
+                name,
+                count,
+                last: now,
+            },
+        );
+    }
+
+    /// Forgets the oldest quarter of the series (one pass per [`MAX_SERIES`] / 4 new ones).
+    fn forget_oldest(&mut self) {
+        let mut lasts: Vec<Instant> = self.by_key.values().map(|seen| seen.last).collect();
+        let cut = lasts.len() / 4;
+        let (_, &mut oldest_kept, _) = lasts.select_nth_unstable(cut);
+        self.by_key.retain(|_, seen| seen.last >= oldest_kept);
+    }
 }
 
 /// Publishes events as controller `ork` (instance: the pod's name when set).
@@ -58,10 +108,7 @@ impl EventRecorder {
             client,
             controller: controller.to_string(),
             instance: instance.unwrap_or_else(|| controller.to_string()),
-            series: Mutex::new(Series {
-                by_key: HashMap::new(),
-                swept: Instant::now(),
-            }),
+            series: Mutex::new(Series::new(Instant::now())),
         }
     }
 
@@ -106,28 +153,13 @@ impl EventRecorder {
         Ok(())
     }
 
-    /// The series of `key` if it is recent; sweeps old series now and then.
+    /// The series of `key` if it is recent.
     fn recent(&self, key: u64) -> Option<Seen> {
-        let mut s = self.lock();
-        if s.swept.elapsed() >= SWEEP_EVERY {
-            s.by_key.retain(|_, seen| seen.last.elapsed() < SERIES_TTL);
-            s.swept = Instant::now();
-        }
-        s.by_key
-            .get(&key)
-            .filter(|seen| seen.last.elapsed() < SERIES_TTL)
-            .cloned()
+        self.lock().recent(key, Instant::now())
     }
 
     fn remember(&self, key: u64, name: String, count: u32) {
-        self.lock().by_key.insert(
-            key,
-            Seen {
-                name,
-                count,
-                last: Instant::now(),
-            },
-        );
+        self.lock().remember(key, name, count, Instant::now());
     }
 
     fn lock(&self) -> MutexGuard<'_, Series> {
@@ -226,5 +258,27 @@ mod tests {
         );
         assert_ne!(first, key(&event("Failed", "boom"), &about("u2")));
         assert_ne!(first, key(&event("Retried", "boom"), &about("u1")));
+    }
+
+    #[test]
+    fn series_are_remembered_for_a_while_and_only_so_many() {
+        let start = Instant::now();
+        let mut series = Series::new(start);
+        series.remember(1, "web.1".into(), 1, start);
+        let later = start + Duration::from_secs(10);
+        let seen = series.recent(1, later).expect("a recent series");
+        assert_eq!((seen.name.as_str(), seen.count), ("web.1", 1));
+        assert!(series.recent(1, start + SERIES_TTL).is_none(), "expired");
+
+        // A burst of new events: the oldest are forgotten, never the newest.
+        let mut series = Series::new(start);
+        let n = u64::try_from(MAX_SERIES).unwrap_or(u64::MAX) * 3;
+        for k in 0..n {
+            series.remember(k, format!("e.{k}"), 1, start + Duration::from_millis(k));
+        }
+        assert!(series.by_key.len() <= MAX_SERIES);
+        let now = start + Duration::from_millis(n);
+        assert!(series.recent(n - 1, now).is_some(), "the newest is kept");
+        assert!(series.recent(0, now).is_none(), "the oldest is forgotten");
     }
 }
