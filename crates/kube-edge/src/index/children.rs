@@ -84,7 +84,7 @@ impl Index {
             ChildState {
                 uid,
                 owner_uid: owner_uid.clone(),
-                owner_key: owner_key.as_deref().map(Into::into),
+                owner_key: owner_key.as_deref().map(|k| self.shared_key(k)),
                 sweepable,
                 marked,
                 fingerprint,
@@ -132,7 +132,7 @@ impl Index {
         }
         if !self.deleted_by_ork.remove(&state.uid) {
             out.extend(self.drift(
-                state.owner_key.map(String::from),
+                state.owner_key.as_deref().map(String::from),
                 child.clone(),
                 Some(state.uid.to_string()),
             ));
@@ -148,7 +148,7 @@ impl Index {
         child: ChildRef,
         gone_uid: Option<String>,
     ) -> Option<Effect> {
-        let owner = owner_key.filter(|k| self.crs.contains_key(k))?;
+        let owner = owner_key.filter(|k| self.crs.contains_key(k.as_str()))?;
         self.drifted
             .insert(owner.clone(), (child.clone(), gone_uid.is_some()));
         if let Some(waiting) = self.in_flight.get_mut(&owner) {

@@ -17,8 +17,8 @@ impl Index {
                     let gone: Vec<String> = self
                         .crs
                         .keys()
-                        .filter(|k| !listed.contains(*k))
-                        .cloned()
+                        .filter(|k| !listed.contains(&***k))
+                        .map(|k| k.to_string())
                         .collect();
                     for key in gone {
                         out.extend(self.forget_cr(key));
@@ -53,24 +53,24 @@ impl Index {
     /// while the watch was away. The new one is new (a create, whatever its spec), and the old
     /// one's children are swept.
     pub(super) fn replaced(&mut self, view: &CrView) -> Option<Effect> {
-        let state = self.crs.get(&view.key)?;
+        let state = self.crs.get(view.key.as_str())?;
         if state.uid == Uid::new(&view.uid) {
             return None;
         }
-        let old = self.crs.remove(&view.key)?.uid;
+        let old = self.crs.remove(view.key.as_str())?.uid;
         self.live.remove(&old);
         self.went(view.key.clone(), old)
     }
 
     pub(super) fn cr_changed(&mut self, view: CrView, gate: GateContext<'_>) -> Option<Effect> {
         let keep_json = self.wants_json();
-        let previous = self.crs.get(&view.key);
+        let previous = self.crs.get(view.key.as_str());
         // A new `requested-at` (ork's own prefix, so not in the fingerprint) asks for now.
         let requested = view.requested_at.is_some()
             && previous.is_some_and(|p| p.requested_at != view.requested_at);
         if !requested && previous.is_some_and(|p| p.fingerprint == view.fingerprint) {
             // ork's own write (status, annotations, finalizer) or a status-only change.
-            if let Some(state) = self.crs.get_mut(&view.key) {
+            if let Some(state) = self.crs.get_mut(view.key.as_str()) {
                 state.requested_at = view.requested_at;
                 if keep_json {
                     state.previous = view.json.map(Box::new);
@@ -89,19 +89,23 @@ impl Index {
         let uid = Uid::new(&view.uid);
         self.kept.remove(&uid);
         self.live.insert(uid.clone());
-        self.crs.insert(
-            view.key.clone(),
-            CrState {
-                uid,
-                fingerprint: view.fingerprint,
-                previous: if keep_json {
-                    view.json.clone().map(Box::new)
-                } else {
-                    None
-                },
-                requested_at: view.requested_at.clone(),
+        let state = CrState {
+            uid,
+            fingerprint: view.fingerprint,
+            previous: if keep_json {
+                view.json.clone().map(Box::new)
+            } else {
+                None
             },
-        );
+            requested_at: view.requested_at.clone(),
+        };
+        // A known key keeps its text (its children share it).
+        match self.crs.get_mut(view.key.as_str()) {
+            Some(known) => *known = state,
+            None => {
+                self.crs.insert(view.key.as_str().into(), state);
+            }
+        }
         if keep_json {
             let current = view.json.unwrap_or(Value::Null);
             let s = sentinels(&self.declared, before.as_ref(), &current);
@@ -117,7 +121,7 @@ impl Index {
     }
 
     pub(super) fn forget_cr(&mut self, key: String) -> Vec<Effect> {
-        let state = self.crs.remove(&key);
+        let state = self.crs.remove(key.as_str());
         self.sentinels.remove(&key);
         self.drifted.remove(&key);
         let mut out = vec![Effect::Forget(key.clone())];

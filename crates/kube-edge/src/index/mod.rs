@@ -173,7 +173,8 @@ struct CrState {
 struct ChildState {
     uid: Uid,
     owner_uid: Option<Uid>,
-    owner_key: Option<Box<str>>,
+    /// The owner's key: the text of its entry in `crs` when the CR is known.
+    owner_key: Option<Arc<str>>,
     sweepable: bool,
     marked: bool,
     fingerprint: u64,
@@ -195,7 +196,8 @@ pub(crate) type GateContext<'a> = &'a dyn Fn(&Value) -> Value;
 pub(crate) struct Index {
     declared: Vec<Sentinel>,
     enqueue_gate: Option<CompiledGate>,
-    crs: HashMap<String, CrState>,
+    /// The CR keys are shared with the children that name them as owner.
+    crs: HashMap<Arc<str>, CrState>,
     /// The UIDs of the CRs in `crs`.
     live: HashSet<Uid>,
     /// Whether the CRs' watch has completed a list: before, a child whose owner is not in
@@ -272,6 +274,17 @@ impl Index {
     /// The known CR keys that pass `mine`, copied only when they do (a resync tick looks at
     /// every key and takes a few hundredth of them).
     pub fn keys_where(&self, mine: impl Fn(&str) -> bool) -> Vec<String> {
-        self.crs.keys().filter(|k| mine(k)).cloned().collect()
+        self.crs
+            .keys()
+            .filter(|k| mine(k))
+            .map(|k| k.to_string())
+            .collect()
+    }
+
+    /// `key` as a text shared with the CR's entry when the CR is known.
+    fn shared_key(&self, key: &str) -> Arc<str> {
+        self.crs
+            .get_key_value(key)
+            .map_or_else(|| Arc::from(key), |(k, _)| k.clone())
     }
 }
