@@ -216,6 +216,16 @@ impl Recorder {
         self.by_key.get_mut(key)?.records.back_mut()
     }
 
+    /// Whether the newest reconcile of `key` that reached the service or failed went well.
+    pub fn last_ok(&self, key: &str) -> Option<bool> {
+        let held = self.by_key.get(key)?;
+        held.records
+            .iter()
+            .rev()
+            .find(|r| matches!(r.outcome, "ok" | "error"))
+            .map(|r| r.outcome == "ok")
+    }
+
     /// How many reconciles of `key` reached the service or failed since ork started (a gated
     /// or deleting pass is not one).
     pub fn reconciles(&self, key: &str) -> u64 {
@@ -315,6 +325,12 @@ mod tests {
         gated.outcome = "gated";
         r.add("ns/a", gated);
         assert_eq!(r.reconciles("ns/a"), u64::try_from(DEPTH + 5).unwrap_or(0));
+        assert_eq!(
+            r.last_ok("ns/a"),
+            Some(false),
+            "the failure, not the gated pass"
+        );
+        assert_eq!(r.last_ok("ns/b"), None);
         r.forget("ns/a");
         assert_eq!(r.reconciles("ns/a"), 0);
     }

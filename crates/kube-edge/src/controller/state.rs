@@ -471,6 +471,7 @@ impl EntryState {
             cross,
             health: self.health.clone(),
             count: self.recorder.reconciles(key),
+            last_ok: self.recorder.last_ok(key),
         })
     }
 

@@ -17,7 +17,7 @@ impl Index {
                     let gone: Vec<String> = self
                         .crs
                         .keys()
-                        .filter(|k| !listed.contains(&***k))
+                        .filter(|k| !listed.contains(&k[..]))
                         .map(|k| k.to_string())
                         .collect();
                     for key in gone {

@@ -87,10 +87,16 @@ impl Series {
 
     /// Forgets the oldest quarter of the series (one pass per [`MAX_SERIES`] / 4 new ones).
     fn forget_oldest(&mut self) {
-        let mut lasts: Vec<Instant> = self.by_key.values().map(|seen| seen.last).collect();
-        let cut = lasts.len() / 4;
-        let (_, &mut oldest_kept, _) = lasts.select_nth_unstable(cut);
-        self.by_key.retain(|_, seen| seen.last >= oldest_kept);
+        let mut by_age: Vec<(Instant, u64)> = self
+            .by_key
+            .iter()
+            .map(|(key, seen)| (seen.last, *key))
+            .collect();
+        let cut = (by_age.len() / 4).max(1);
+        by_age.select_nth_unstable(cut - 1);
+        for (_, key) in &by_age[..cut] {
+            self.by_key.remove(key);
+        }
     }
 }
 
@@ -280,5 +286,12 @@ mod tests {
         let now = start + Duration::from_millis(n);
         assert!(series.recent(n - 1, now).is_some(), "the newest is kept");
         assert!(series.recent(0, now).is_none(), "the oldest is forgotten");
+
+        // Series of the same instant are forgotten as well.
+        let mut series = Series::new(start);
+        for k in 0..n {
+            series.remember(k, format!("e.{k}"), 1, start);
+        }
+        assert!(series.by_key.len() <= MAX_SERIES);
     }
 }

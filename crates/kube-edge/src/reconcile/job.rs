@@ -39,6 +39,9 @@ pub(crate) struct Job {
     pub health: Health,
     /// How many reconciles of this key ran before (for the metrics annotation).
     pub count: u64,
+    /// Whether the last reconcile of this key in this process went well (`None`: none ran
+    /// here yet). The CR's own annotation says so only once the lane has written it.
+    pub last_ok: Option<bool>,
 }
 
 /// Looks up any child the watches know, whoever owns it.

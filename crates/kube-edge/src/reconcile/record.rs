@@ -88,7 +88,7 @@ pub(super) async fn record(
         outcome.elapsed,
         outcome.seal.as_deref().filter(|_| error.is_none()),
     );
-    let was_ok = last_result(cr).as_deref() == Some("ok");
+    let was_ok = went_well_before(job.last_ok, cr);
     let kind = &ctx.cr_resource.kind;
     let mut events = Vec::new();
     match &error {
@@ -376,6 +376,13 @@ fn annotations(
     Some(out)
 }
 
+/// Whether the reconcile before this one went well: as this process recorded it, else as the
+/// CR's metrics annotation says. A resync that comes before the lane wrote the first success's
+/// annotation is not a first success again (which sent a second event: 29,466 at 100,000 CRs).
+fn went_well_before(recorded: Option<bool>, cr: &DynamicObject) -> bool {
+    recorded.unwrap_or_else(|| last_result(cr).as_deref() == Some("ok"))
+}
+
 fn last_result(cr: &DynamicObject) -> Option<String> {
     let m: Value = serde_json::from_str(cr.annotations().get(METRICS)?).ok()?;
     m["lastResult"].as_str().map(str::to_string)
@@ -429,6 +436,23 @@ mod tests {
         serde_json::from_value(json!({"apiVersion": "demo/v1", "kind": "WebApp",
             "metadata": {"name": "a", "annotations": annotations}}))
         .expect("object")
+    }
+
+    #[test]
+    fn what_this_process_recorded_says_how_the_last_reconcile_went_before_the_annotation() {
+        let fresh = cr(json!({}));
+        assert!(!went_well_before(None, &fresh), "a first reconcile");
+        assert!(
+            went_well_before(Some(true), &fresh),
+            "its annotation still waits"
+        );
+        let first = annotations(&fresh, None, 0, 1, Duration::ZERO, None).expect("first");
+        let stamped = cr(Value::Object(first));
+        assert!(went_well_before(None, &stamped), "after a restart");
+        assert!(
+            !went_well_before(Some(false), &stamped),
+            "a failure not yet written"
+        );
     }
 
     #[test]
