@@ -922,6 +922,17 @@ spec:
     }
 
     #[test]
+    fn a_job_knows_how_the_last_reconcile_here_went_before_the_cr_says_so() {
+        let mut e = Entry::settled();
+        // The CR carries no annotation yet (the lane writes it later): the record says it.
+        let job = e.state.job("ns/a", Reason::Resync, false).expect("a job");
+        assert_eq!((job.last_ok, job.count), (Some(true), 1));
+        e.cr(watcher::Event::Apply(cr("b", 1)));
+        let job = e.state.job("ns/b", Reason::Create, false).expect("a job");
+        assert_eq!((job.last_ok, job.count), (None, 0));
+    }
+
+    #[test]
     fn a_cr_reconciled_moments_ago_waits_for_the_next_period_for_its_resync() {
         let mut e = Entry::settled();
         // `b` was reconciled a whole period ago: its resync comes; `a` moments ago.
