@@ -80,6 +80,12 @@ pub(crate) fn rfc3339(ms: i64) -> String {
 }
 
 impl Record {
+    /// Whether it is a reconcile that went well or failed, as the metrics annotation counts
+    /// them: not a gated, deleting or finalizing pass.
+    fn counted(&self) -> bool {
+        matches!(self.outcome, "ok" | "error")
+    }
+
     fn size(&self) -> usize {
         self.exchange.as_ref().map_or(0, |e| e.size())
     }
@@ -123,8 +129,8 @@ impl Record {
 /// What the recorder holds of one CR.
 #[derive(Debug)]
 struct Held {
-    /// Reconciles that reached the service or failed, since ork started (the metrics
-    /// annotation's count): more than the records kept.
+    /// Counted reconciles ([`Record::counted`]) since ork started (the metrics annotation's
+    /// count): more than the records kept.
     reconciles: u64,
     records: VecDeque<Record>,
 }
@@ -156,7 +162,7 @@ impl Recorder {
             reconciles: 0,
             records: VecDeque::with_capacity(1),
         });
-        if matches!(record.outcome, "ok" | "error") {
+        if record.counted() {
             held.reconciles += 1;
         }
         let records = &mut held.records;
@@ -216,18 +222,17 @@ impl Recorder {
         self.by_key.get_mut(key)?.records.back_mut()
     }
 
-    /// Whether the newest reconcile of `key` that reached the service or failed went well.
+    /// Whether the newest counted reconcile of `key` ([`Record::counted`]) went well.
     pub fn last_ok(&self, key: &str) -> Option<bool> {
         let held = self.by_key.get(key)?;
         held.records
             .iter()
             .rev()
-            .find(|r| matches!(r.outcome, "ok" | "error"))
+            .find(|r| r.counted())
             .map(|r| r.outcome == "ok")
     }
 
-    /// How many reconciles of `key` reached the service or failed since ork started (a gated
-    /// or deleting pass is not one).
+    /// How many counted reconciles of `key` ([`Record::counted`]) ran since ork started.
     pub fn reconciles(&self, key: &str) -> u64 {
         self.by_key.get(key).map_or(0, |held| held.reconciles)
     }
