@@ -231,23 +231,36 @@ pub async fn apply_yaml(
 
 /// Finds the API resource of a kind, re-running discovery (a new CRD appears within seconds).
 ///
+/// A group just made by a CRD can be listed before its version's path is served: the API
+/// server answers that path 404 for a moment, so a failed discovery is tried again too.
+///
 /// # Errors
-/// When discovery fails or the kind is not served.
+/// When discovery still fails, or the kind is still not served, after ten seconds.
 pub async fn resolve(
     client: &Client,
     gvk: &GroupVersionKind,
 ) -> Result<(ApiResource, ApiCapabilities)> {
+    let mut last_error = None;
     for _ in 0..50 {
-        let discovery = Discovery::new(client.clone())
+        match Discovery::new(client.clone())
             .filter(&[gvk.group.as_str()])
             .run()
-            .await?;
-        if let Some(found) = discovery.resolve_gvk(gvk) {
-            return Ok(found);
+            .await
+        {
+            Ok(discovery) => {
+                if let Some(found) = discovery.resolve_gvk(gvk) {
+                    return Ok(found);
+                }
+                last_error = None;
+            }
+            Err(error) => last_error = Some(error),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    bail!("the API server does not serve {gvk:?}")
+    match last_error {
+        Some(error) => Err(error).with_context(|| format!("discovering {gvk:?}")),
+        None => bail!("the API server does not serve {gvk:?}"),
+    }
 }
 
 /// The field managers recorded on an object (who wrote which fields, server-side apply).
