@@ -148,6 +148,9 @@ pub async fn resolve(
 /// Waits (logging every 10 s) until the CR type is served: a CRD applied after ork starts is
 /// picked up instead of failing or hot-looping. Returns the resource and whether it is namespaced.
 ///
+/// A group its CRD has just made can be listed before its version's path is served; the API
+/// server answers that path 404 for a moment, which counts as "not there yet" too.
+///
 /// # Errors
 /// Discovery errors other than "not there yet".
 pub async fn wait_for_cr_type(
@@ -157,8 +160,11 @@ pub async fn wait_for_cr_type(
 ) -> Result<(ApiResource, bool), DiscoveryError> {
     let mut waited = 0u64;
     loop {
-        if let Some(found) = find(client, &t.group, Some(&t.version), &t.plural).await? {
-            return Ok((found.resource, found.namespaced));
+        match find(client, &t.group, Some(&t.version), &t.plural).await {
+            Ok(Some(found)) => return Ok((found.resource, found.namespaced)),
+            Ok(None) => {}
+            Err(DiscoveryError::Api(kube::Error::Api(status))) if status.code == 404 => {}
+            Err(e) => return Err(e),
         }
         if waited.is_multiple_of(10) {
             tracing::info!(entry, group = %t.group, plural = %t.plural, "waiting for the CRD to be established");
