@@ -84,16 +84,19 @@ async fn find(
     find_named(client, group, version, Name::Plural(plural)).await
 }
 
+/// A group its CRD has just made can be listed before its version's path is served; the API
+/// server answers that path 404 for a moment, which is "not served" too.
 async fn find_named(
     client: &Client,
     group: &str,
     version: Option<&str>,
     name: Name<'_>,
 ) -> Result<Option<Found>, DiscoveryError> {
-    let discovery = Discovery::new(client.clone())
-        .filter(&[group])
-        .run()
-        .await?;
+    let discovery = match Discovery::new(client.clone()).filter(&[group]).run().await {
+        Ok(discovery) => discovery,
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
     for g in discovery.groups() {
         if g.name() != group {
             continue;
@@ -148,9 +151,6 @@ pub async fn resolve(
 /// Waits (logging every 10 s) until the CR type is served: a CRD applied after ork starts is
 /// picked up instead of failing or hot-looping. Returns the resource and whether it is namespaced.
 ///
-/// A group its CRD has just made can be listed before its version's path is served; the API
-/// server answers that path 404 for a moment, which counts as "not there yet" too.
-///
 /// # Errors
 /// Discovery errors other than "not there yet".
 pub async fn wait_for_cr_type(
@@ -160,11 +160,8 @@ pub async fn wait_for_cr_type(
 ) -> Result<(ApiResource, bool), DiscoveryError> {
     let mut waited = 0u64;
     loop {
-        match find(client, &t.group, Some(&t.version), &t.plural).await {
-            Ok(Some(found)) => return Ok((found.resource, found.namespaced)),
-            Ok(None) => {}
-            Err(DiscoveryError::Api(kube::Error::Api(status))) if status.code == 404 => {}
-            Err(e) => return Err(e),
+        if let Some(found) = find(client, &t.group, Some(&t.version), &t.plural).await? {
+            return Ok((found.resource, found.namespaced));
         }
         if waited.is_multiple_of(10) {
             tracing::info!(entry, group = %t.group, plural = %t.plural, "waiting for the CRD to be established");
