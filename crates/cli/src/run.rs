@@ -84,10 +84,10 @@ fn async_runtime(
 async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     // Exactly one TLS provider in the process; reqwest and kube both need it installed first.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let protocol = if args.api_http1 {
-        Protocol::Http1
-    } else {
+    let protocol = if args.api_http2 && !args.api_http1 {
         Protocol::Negotiated
+    } else {
+        Protocol::Http1
     };
     let client = connect(args.kubeconfig.clone(), args.context.clone(), protocol).await?;
     let (ork_namespace, chosen) = ork_namespace();

@@ -551,17 +551,19 @@ async fn an_existing_object_the_cr_does_not_own_is_not_taken_over_unless_adopt_i
     Ok(())
 }
 
-/// Where the API server offers HTTP/2, ork speaks it (one connection for every request and
-/// watch, as client-go); `--api-http1` keeps to HTTP/1.1. Either way the CR converges, and ork
-/// says at start which it got.
+/// ork speaks HTTP/1.1 with the API server by default (`--api-http1`, the old spelling, says
+/// the same); `--api-http2` shares one HTTP/2 connection for every request and watch where the
+/// API server offers it, as client-go. Either way the CR converges, and ork says at start which
+/// it got.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ork_speaks_http2_with_the_api_server_unless_told_http1() -> Result<()> {
+async fn ork_speaks_http1_with_the_api_server_unless_told_http2() -> Result<()> {
     let svc = one_config_map_each().await?;
     let ns = TestNamespace::create(&client().await?).await?;
     let katalog = configmap_katalog(&ns.name, &svc.url, 2, "");
     for (args, http, name) in [
-        (&[][..], "HTTP/2.0", "over-h2"),
+        (&[][..], "HTTP/1.1", "by-default"),
         (&["--api-http1"][..], "HTTP/1.1", "over-h1"),
+        (&["--api-http2"][..], "HTTP/2.0", "over-h2"),
     ] {
         // The first ork is stopped (dropped) before the second starts.
         let (client, ork) = start_katalog_with(&ns, &katalog, args).await?;
