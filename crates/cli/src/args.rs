@@ -89,8 +89,9 @@ pub struct RunArgs {
     #[arg(long, env = "ORK_API_HTTP2", value_parser = clap::builder::BoolishValueParser::new())]
     pub api_http2: bool,
     /// HTTP/1.1 with the API server: the default now; accepted so that existing command lines
-    /// keep working.
-    #[arg(long, hide = true, conflicts_with = "api_http2", env = "ORK_API_HTTP1", value_parser = clap::builder::BoolishValueParser::new())]
+    /// keep working, and it wins over `--api-http2` (an `ORK_API_HTTP1=false` left in an
+    /// environment does not make `--api-http2` a conflict).
+    #[arg(long, hide = true, env = "ORK_API_HTTP1", value_parser = clap::builder::BoolishValueParser::new())]
     pub api_http1: bool,
 }
 
