@@ -10,12 +10,14 @@
 //! `ork run`'s default. The layers are kube's (base URL, auth, headers, retries of refused
 //! requests); only the connection differs. Behind a proxy, kube's own client does the work.
 //!
-//! Nagle's algorithm is off, as Go's clients have it: HTTP/2 writes small frames (a window
-//! update, a short request) that would otherwise wait for the server's delayed acknowledgement:
-//! with it on, an edit reached its child in 10 ms p50 and 50 ms p99 instead of 6 and 11 (2,000
-//! CRs, then 50 edits at rest). An earlier trial of HTTP/2, with kube's connector settings
-//! (Nagle on), was dropped for its latency (24 ms p50). HTTP/1.1 writes each request whole and
-//! waits for its answer, so the delayed acknowledgement has nothing to hold back there.
+//! On the HTTP/2 connection Nagle's algorithm is off, as Go's clients have it: HTTP/2 writes
+//! small frames (a window update, a short request) that would otherwise wait for the server's
+//! delayed acknowledgement: with it on, an edit reached its child in 10 ms p50 and 50 ms p99
+//! instead of 6 and 11 (2,000 CRs, then 50 edits at rest). An earlier trial of HTTP/2, with
+//! kube's connector settings (Nagle on), was dropped for its latency (24 ms p50). kube's
+//! HTTP/1.1 client leaves Nagle on; it writes each request whole and waits for its answer, so
+//! the delayed acknowledgement has nothing to hold back there (9 ms p50, 25 ms p99 after
+//! 100,000 CRs).
 
 use std::time::Duration;
 
