@@ -350,10 +350,13 @@ fn save(dir: &std::path::Path, cr: &DynamicObject, record: &Value) -> Result<()>
     } else {
         json!({"request": last["request"], "response": last["answer"]})
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
     let write = |file: &str, v: &Value| -> Result<()> {
         let path = dir.join(file);
-        std::fs::write(&path, serde_json::to_string_pretty(v)?)
+        // The exchange may hold what the CR's readers may not see: the owner's alone.
+        crate::output::write_private(&path, serde_json::to_string_pretty(v)?.as_bytes())
             .with_context(|| format!("writing {}", path.display()))
     };
     write("0001.json", &exchange)?;

@@ -149,6 +149,12 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
     let (code, text) = wait_for_explained(&with_save, "AnswerRejected").await?;
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("not-declared"), "the answer is shown: {text}");
+    for file in ["0001.json", "cr.json"] {
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(saved.join(file))?.permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "{file} is its owner's alone");
+    }
     let katalog_file = std::env::temp_dir()
         .join(format!("ork-run-{}", ns.name))
         .join("katalog.yaml");

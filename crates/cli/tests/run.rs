@@ -755,3 +755,83 @@ async fn ork_retry_reconciles_a_cr_now_instead_of_after_its_backoff() -> Result<
     );
     Ok(())
 }
+
+/// Issue 46 (1) and finding L3: a service that fails on one CR (an HTTP 500) or crashes on it
+/// (closes the connection) while it answers the others gets that CR at its backoff's pace, not
+/// once a second through the outage probe; the healthy CR stays Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_failing_on_one_cr_gets_it_at_the_backoffs_pace() -> Result<()> {
+    use futures::StreamExt;
+    let name_of = |req: &Value| {
+        req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let svc = FakeService::start(move |req| match name_of(req).as_str() {
+        "fails" => Reply::Respond(500, "boom".into()),
+        "crashes" => Reply::Close,
+        _ => webapp_answer(req),
+    })
+    .await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = katalog(&ns.name, &http(&svc.url), "")
+        .replace("initial: 200ms, max: 2s", "initial: 1s, max: 2m");
+    assert!(katalog.contains("max: 2m"), "the fixture sets the backoff");
+    let (client, _ork) = start_katalog(&ns, &katalog).await?;
+    let api = webapps(&client, &ns.name).await?;
+    // Count every write to the failing CRs (status, annotations) from the start.
+    let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let seen = writes.clone();
+    let mut stream = api
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await?
+        .boxed();
+    tokio::spawn(async move {
+        while let Some(Ok(kube::api::WatchEvent::Modified(o))) = stream.next().await {
+            let meta = &o.metadata;
+            if let (Some(n), Some(rv)) = (&meta.name, &meta.resource_version) {
+                seen.lock().expect("lock").push((n.clone(), rv.clone()));
+            }
+        }
+    });
+    for name in ["fails", "crashes", "healthy"] {
+        create_webapp(&client, &ns.name, name, "nginx:1").await?;
+    }
+    assert_eq!(api.list(&ListParams::default()).await?.items.len(), 3);
+    let started = std::time::Instant::now();
+    wait_ready(&api, "healthy", "True").await?;
+    let (_, message) = wait_ready(&api, "crashes", "False").await?;
+    assert!(
+        message.contains("closed the connection without answering")
+            && message.contains("did it crash"),
+        "{message}"
+    );
+    let (_, message) = wait_ready(&api, "fails", "False").await?;
+    assert!(message.contains("unexpected status 500"), "{message}");
+
+    let window = Duration::from_secs(20);
+    tokio::time::sleep(window.saturating_sub(started.elapsed())).await;
+    let calls = |name: &str| {
+        svc.received()
+            .iter()
+            .filter(|r| name_of(&r.body) == name)
+            .count()
+    };
+    // 1 s doubling: tries at 0, 1, 3, 7, 15 s (and a second's slack for the start) in 20 s;
+    // before the fix the probe called each failing CR about once a second (20 in 20 s).
+    for name in ["fails", "crashes"] {
+        let n = calls(name);
+        assert!((2..=6).contains(&n), "{name}: {n} calls in about 20 s");
+        let written = writes
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(n, _)| n == name)
+            .count();
+        assert!(written <= 2 * 6, "{name}: {written} writes in about 20 s");
+    }
+    let obj = api.get("healthy").await?;
+    assert_eq!(ready(&obj).map(|r| r.0), Some("True".to_string()));
+    Ok(())
+}

@@ -216,10 +216,40 @@ impl ReconcileError {
         }
     }
 
-    /// Whether the service could not be reached or gave no answer (refused, timed out, an
-    /// HTTP error status): a retry may only help once it is back.
-    pub fn unreachable(&self) -> bool {
-        matches!(self, ReconcileError::CallFailed(CallFailed::Call(_)))
+    /// Whether the failure says the service may be away as a whole: no connection could be made
+    /// (refused, DNS, TLS), the command could not be started, or no answer came within
+    /// `timeout`. An HTTP status, an over-size body or a connection closed without an answer are
+    /// answers of a running service to this one request: that key's failure, backed off on its
+    /// own, never a reason to probe the service (SPEC §10).
+    pub fn service_away(&self) -> bool {
+        use ork_remote::CallError as C;
+        matches!(
+            self,
+            ReconcileError::CallFailed(CallFailed::Call(
+                C::Connect { .. } | C::ExecSpawn { .. } | C::Timeout { .. }
+            ))
+        )
+    }
+
+    /// Whether the service was heard from, whatever it said: an answer, an HTTP status (429 and
+    /// redirects included), a body over the limit, a connection it closed, a command that ran.
+    /// A running service: what waited for it to come back may go.
+    pub fn heard_from_service(&self) -> bool {
+        use ork_remote::CallError as C;
+        match self {
+            ReconcileError::CallFailed(CallFailed::Call(c)) => matches!(
+                c,
+                C::Status { .. }
+                    | C::Busy { .. }
+                    | C::Redirect { .. }
+                    | C::TooLarge { .. }
+                    | C::Closed { .. }
+                    | C::ExecFailed { .. }
+                    | C::ExecTooLarge { .. }
+                    | C::ExecGarbage { .. }
+            ),
+            _ => self.answered(),
+        }
     }
 
     /// Whether the reconcile got as far as calling the service (a validation rule, an

@@ -31,6 +31,12 @@ pub enum CallError {
     Redirect { url: String, status: u16 },
     #[error("POST {url}: response larger than the limit of {limit} bytes")]
     TooLarge { url: String, limit: u64 },
+    /// The service accepted the request and closed the connection (or reset it) before any
+    /// answer: most often it crashed on this request.
+    #[error(
+        "POST {url}: the service closed the connection without answering ({reason}): did it crash on this request? See its log"
+    )]
+    Closed { url: String, reason: String },
     #[error("POST {url}: {reason}")]
     Transport { url: String, reason: String },
     #[error("{0}")]

@@ -175,6 +175,11 @@ impl HttpTransport {
                     url: url.clone(),
                     reason,
                 }
+            } else if closed_without_answer(&e) {
+                CallError::Closed {
+                    url: url.clone(),
+                    reason,
+                }
             } else {
                 CallError::Transport {
                     url: url.clone(),
@@ -236,6 +241,32 @@ impl HttpTransport {
 
 /// The longest `Retry-After` ork honours: an hour.
 const MAX_RETRY_AFTER_SECS: u64 = 3600;
+
+/// Whether the connection ended before a whole answer: hyper's "incomplete message", or the
+/// peer resetting or aborting the connection after the request was sent.
+fn closed_without_answer(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>()
+            && h.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
 
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;

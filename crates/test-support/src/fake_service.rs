@@ -22,6 +22,8 @@ pub enum Reply {
     Respond(u16, String),
     /// Keep the connection open without answering (a hung service).
     Hang,
+    /// Close the connection without answering (a service that crashed on the request).
+    Close,
 }
 
 impl Reply {
@@ -189,6 +191,7 @@ impl FakeService {
                     tokio::time::sleep(Duration::from_secs(600)).await;
                     return;
                 }
+                Reply::Close => return,
                 Reply::Respond(status, text) => {
                     let resp = format!(
                         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",

@@ -17,6 +17,10 @@ use crate::reconcile::Success;
 /// tried this often ahead of its time: when it gets an answer, they all go (SPEC §10). A
 /// service back after an outage is used within about this long, not after the longest backoff
 /// (up to 2 minutes by default), at the price of one call per entry per period while it is down.
+///
+/// Only a service that answers nobody is away: a call that fails while the service answered
+/// another call meanwhile is that key's own failure (the service crashed on this CR, or is slow
+/// on it), which waits out its own backoff like any other.
 pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
@@ -32,6 +36,9 @@ pub(crate) struct Schedule {
     /// Keys in flight for a fresh change (a create, an edit, drift: [`Reason::is_fresh`]), as
     /// against resyncs, requeues and retries.
     fresh_in_flight: HashSet<String>,
+    /// When each key in flight was handed out: a call that fails as "away" although the
+    /// service answered someone since is not the service being away.
+    started: HashMap<String, Instant>,
 }
 
 /// Keys waiting out a backoff because the service was unreachable, and the probe among them.
@@ -41,6 +48,11 @@ struct Recovery {
     /// The key let through early, until its reconcile ends.
     probe: Option<String>,
     last_probe: Option<Instant>,
+    /// The key probed last: the next probe is the one after it, so that no one key (one the
+    /// service fails on whatever its state) is the only one ever tried.
+    probed: Option<String>,
+    /// When the service last answered a call.
+    last_answer: Option<Instant>,
 }
 
 impl Recovery {
@@ -49,6 +61,22 @@ impl Recovery {
             return None;
         }
         self.last_probe.map(|t| later(t, PROBE_EVERY))
+    }
+
+    /// Whether the service answered a call since `started` (a call's start): then a call
+    /// that failed meanwhile failed on its own.
+    fn answered_since(&self, started: Option<Instant>) -> bool {
+        matches!((self.last_answer, started), (Some(answer), Some(start)) if answer >= start)
+    }
+
+    /// The waiting key to probe next: the one after the last probed, round the set.
+    fn next_probe(&self) -> Option<String> {
+        let after = self.probed.as_ref().and_then(|last| {
+            self.waiting
+                .range::<String, _>((std::ops::Bound::Excluded(last), std::ops::Bound::Unbounded))
+                .next()
+        });
+        after.or_else(|| self.waiting.iter().next()).cloned()
     }
 }
 
@@ -61,6 +89,7 @@ impl Schedule {
             recovery: Recovery::default(),
             waiting_since: HashMap::new(),
             fresh_in_flight: HashSet::new(),
+            started: HashMap::new(),
         }
     }
 
@@ -93,18 +122,20 @@ impl Schedule {
     pub fn next(&mut self, now: Instant) -> Option<(String, Reason)> {
         self.queue.promote(now);
         if self.recovery.probe_at().is_some_and(|at| at <= now)
-            && let Some(key) = self.recovery.waiting.iter().next().cloned()
+            && let Some(key) = self.recovery.next_probe()
         {
             // Ahead of its backoff; its reconcile says whether the service is back.
             self.queue.add(key.clone(), Reason::Retry);
+            self.recovery.probed = Some(key.clone());
             self.recovery.probe = Some(key);
             self.recovery.last_probe = Some(now);
         }
         let next = self.queue.pop();
-        if let Some((key, reason)) = &next
-            && reason.is_fresh()
-        {
-            self.fresh_in_flight.insert(key.clone());
+        if let Some((key, reason)) = &next {
+            if reason.is_fresh() {
+                self.fresh_in_flight.insert(key.clone());
+            }
+            self.started.insert(key.clone(), now);
         }
         next
     }
@@ -161,6 +192,7 @@ impl Schedule {
         health: &mut Health,
         now: Instant,
     ) {
+        let started = self.started.get(key).copied();
         self.end(key);
         let Some(outcome) = outcome else {
             return;
@@ -194,12 +226,12 @@ impl Schedule {
                     }
                 };
                 if answered {
-                    self.service_answered();
+                    self.service_answered(now);
                 }
             }
             Err(e) => {
-                if e.answered() {
-                    self.service_answered();
+                if e.heard_from_service() {
+                    self.service_answered(now);
                 }
                 if e.blames_service() {
                     health.record_failure(&e.to_string(), &stamp);
@@ -215,9 +247,12 @@ impl Schedule {
                             tracing::warn!(key = %k, "retries exhausted (queue.maxAttempts)");
                             self.recovery.waiting.remove(key);
                         } else {
-                            if e.unreachable() {
+                            if e.service_away() && !self.recovery.answered_since(started) {
                                 self.recovery.waiting.insert(k.clone());
                                 self.recovery.last_probe.get_or_insert(now);
+                            } else {
+                                // Its own failure: off the probe's list, its backoff alone.
+                                self.recovery.waiting.remove(key);
                             }
                             self.add_at(k, Reason::Retry, later(now, delay));
                         }
@@ -229,7 +264,8 @@ impl Schedule {
 
     /// The service answered: every key waiting out a backoff because it could not be reached
     /// goes now.
-    fn service_answered(&mut self) {
+    fn service_answered(&mut self, now: Instant) {
+        self.recovery.last_answer = Some(now);
         let waiting = std::mem::take(&mut self.recovery.waiting);
         if !waiting.is_empty() {
             tracing::info!(
@@ -248,6 +284,7 @@ impl Schedule {
             self.recovery.probe = None;
         }
         self.fresh_in_flight.remove(key);
+        self.started.remove(key);
         self.queue.done(&key.to_string());
     }
 
@@ -462,6 +499,124 @@ mod tests {
         run(&mut s, &mut h, t0, &ok());
         assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(60)));
         assert_eq!(s.next(t0 + Duration::from_secs(5)), None);
+    }
+
+    fn status(code: u16) -> Result<Success, ReconcileError> {
+        Err(ReconcileError::CallFailed(CallFailed::Call(
+            ork_remote::CallError::Status {
+                url: "http://127.0.0.1:1/r".into(),
+                status: code,
+                body: String::new(),
+            },
+        )))
+    }
+
+    fn closed() -> Result<Success, ReconcileError> {
+        Err(ReconcileError::CallFailed(CallFailed::Call(
+            ork_remote::CallError::Closed {
+                url: "http://127.0.0.1:1/r".into(),
+                reason: "connection closed before message completed".into(),
+            },
+        )))
+    }
+
+    fn timed_out() -> Result<Success, ReconcileError> {
+        Err(ReconcileError::CallFailed(CallFailed::Call(
+            ork_remote::CallError::Timeout {
+                url: "http://127.0.0.1:1/r".into(),
+                after: Duration::from_secs(2),
+            },
+        )))
+    }
+
+    #[test]
+    fn keys_the_service_fails_on_wait_their_own_backoff_while_it_answers_others() {
+        // Over 60 s with a backoff of 1 s doubling to 2 min, a key is tried at 0, 1, 3, 7, 15,
+        // 31 s: six calls. Before, an HTTP status counted as "service away" and the probe
+        // retried the first such key every second (62 calls in 60 s).
+        let mut s = schedule("1s", "2m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        for key in ["ns/crashes", "ns/fails", "ns/healthy"] {
+            s.add(key.into(), Reason::Create);
+        }
+        let mut calls: HashMap<String, u32> = HashMap::new();
+        let mut now = t0;
+        while now <= t0 + Duration::from_secs(60) {
+            while let Some((key, _)) = s.next(now) {
+                *calls.entry(key.clone()).or_default() += 1;
+                let outcome = match key.as_str() {
+                    "ns/crashes" => closed(),
+                    "ns/fails" => status(500),
+                    _ => ok(),
+                };
+                s.finished(&key, Some(&outcome), &mut h, now);
+                if key == "ns/healthy" {
+                    // The healthy CR is edited now and then: the service answers it.
+                    s.add_at(key, Reason::Update, now + Duration::from_millis(700));
+                }
+            }
+            now = s.next_deadline().expect("something is due");
+        }
+        assert_eq!(calls["ns/crashes"], 6, "{calls:?}");
+        assert_eq!(calls["ns/fails"], 6, "{calls:?}");
+        assert!(calls["ns/healthy"] > 60, "{calls:?}");
+        assert_eq!(s.attempt("ns/fails"), 7);
+    }
+
+    #[test]
+    fn a_timeout_while_the_service_answered_another_call_is_that_keys_own() {
+        let mut s = schedule("30s", "2m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/slow".into(), Reason::Create);
+        s.add("ns/quick".into(), Reason::Create);
+        assert!(
+            s.next(t0).is_some() && s.next(t0).is_some(),
+            "both in flight"
+        );
+        // ns/quick answered at 1 s; ns/slow timed out at 2 s: the service is not away.
+        s.finished("ns/quick", Some(&ok()), &mut h, t0 + Duration::from_secs(1));
+        s.finished(
+            "ns/slow",
+            Some(&timed_out()),
+            &mut h,
+            t0 + Duration::from_secs(2),
+        );
+        assert_eq!(
+            s.next_deadline(),
+            Some(t0 + Duration::from_secs(32)),
+            "its backoff, no probe a second away"
+        );
+        // Alone, a timeout is the service being away: probed after a second.
+        s.add("ns/slow".into(), Reason::Manual);
+        let t3 = t0 + Duration::from_secs(3);
+        assert!(s.next(t3).is_some());
+        s.finished(
+            "ns/slow",
+            Some(&timed_out()),
+            &mut h,
+            t3 + Duration::from_secs(2),
+        );
+        assert_eq!(s.next_deadline(), Some(t3 + Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn the_probe_goes_round_the_waiting_keys() {
+        let mut s = schedule("1m", "1m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        for key in ["ns/a", "ns/b", "ns/c"] {
+            s.add(key.into(), Reason::Create);
+        }
+        while run(&mut s, &mut h, t0, &unreachable()).is_some() {}
+        let probes: Vec<String> = (1..=4)
+            .map(|i| {
+                let at = t0 + Duration::from_secs(i);
+                run(&mut s, &mut h, at, &unreachable()).expect("a probe").0
+            })
+            .collect();
+        assert_eq!(probes, ["ns/a", "ns/b", "ns/c", "ns/a"]);
     }
 
     #[test]

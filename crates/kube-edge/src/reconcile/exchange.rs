@@ -47,24 +47,62 @@ pub(crate) fn recordable(body: &[u8], transport: &dyn Transport) -> Box<str> {
 }
 
 /// Takes every secret value out of `v` (see the module's documentation).
+///
+/// A Secret is found by its shape, whatever part of a request or answer holds it: an object of
+/// kind `Secret` (a child, a `custom` intent's fields, a Metacontroller child or attachment, an
+/// input or related object; with or without `apiVersion`), an Orkestra intent of `type:
+/// secret` (its `fields`), and any object under a `Secret` key of a Metacontroller map
+/// (`"Secret.v1": {name: object}`, whose objects may come without `kind`).
 pub(crate) fn redact_secrets(v: &mut Value) {
+    redact(v, false);
+}
+
+fn redact(v: &mut Value, in_secret_map: bool) {
     match v {
         Value::Object(m) => {
-            let secret = m.get("kind").and_then(Value::as_str) == Some("Secret")
-                && m.get("apiVersion").and_then(Value::as_str) == Some("v1");
+            let kind = m.get("kind").and_then(Value::as_str);
+            let secret = kind == Some("Secret")
+                && m.get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_none_or(|a| a == "v1");
+            let secret = secret || (in_secret_map && kind.is_none_or(|k| k == "Secret"));
+            let secret_intent = m.get("type").and_then(Value::as_str) == Some("secret")
+                && m.get("fields").is_some_and(Value::is_object);
             for (k, x) in m.iter_mut() {
+                if secret_intent && k == "fields" {
+                    if let Value::Object(fields) = x {
+                        for (name, value) in fields.iter_mut() {
+                            if matches!(name.as_str(), "data" | "stringData") {
+                                hide(value);
+                            }
+                        }
+                    }
+                    continue;
+                }
+                if is_secret_map_key(k) {
+                    // `{"Secret.v1": {"ns/name": object}}` in Metacontroller's requests.
+                    if let Value::Object(objects) = x {
+                        objects.values_mut().for_each(|o| redact(o, true));
+                    }
+                    continue;
+                }
                 let hidden = matches!(k.as_str(), "secretValues" | "serviceAccountTokens")
                     || (secret && matches!(k.as_str(), "data" | "stringData"));
                 if hidden {
                     hide(x);
                 } else {
-                    redact_secrets(x);
+                    redact(x, false);
                 }
             }
         }
-        Value::Array(a) => a.iter_mut().for_each(redact_secrets),
+        Value::Array(a) => a.iter_mut().for_each(|x| redact(x, in_secret_map)),
         _ => {}
     }
+}
+
+/// A Metacontroller map key naming core Secrets: `Secret.v1` (children, attachments, related).
+fn is_secret_map_key(key: &str) -> bool {
+    key == "Secret.v1"
 }
 
 /// Every leaf of `v` replaced by [`REDACTED`], keys kept (which keys a Secret has is not secret,
@@ -131,6 +169,47 @@ mod tests {
         assert_eq!(v["children"]["secret"]["db"]["data"]["password"], REDACTED);
         assert_eq!(v["object"]["spec"]["password"], "not a Secret's: stays");
         assert_eq!(v["key"], "ns/a");
+    }
+
+    /// Finding H2: a Secret written as an Orkestra intent was recorded in clear text.
+    #[test]
+    fn a_secret_is_taken_out_of_every_answer_shape() {
+        let answer = json!({
+            "result": "success",
+            "resources": [
+                {"type": "secret", "fields": {"name": "a", "stringData": {"k": "intent-plain"},
+                    "data": {"k": "aW50ZW50LWI2NA=="}}},
+                {"type": "custom", "fields": {"apiVersion": "v1", "kind": "Secret", "name": "b",
+                    "data": {"k": "Y3VzdG9tLWI2NA=="}}},
+                {"kind": "Secret", "metadata": {"name": "c"}, "stringData": {"k": "no-api-version"}},
+                {"type": "configmap", "fields": {"name": "d", "data": {"k": "a config value"}}}
+            ],
+            "children": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "e"},
+                "stringData": {"k": "mc-child"}}],
+            "attachments": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "f"},
+                "data": {"k": "bWMtYXR0YWNobWVudA=="}}],
+            "related": {"Secret.v1": {"ns/g": {"metadata": {"name": "g"},
+                "data": {"k": "cmVsYXRlZC1ubyBraW5k"}}}}
+        });
+        let kept = recordable(answer.to_string().as_bytes(), &Plain);
+        for secret in [
+            "intent-plain",
+            "aW50ZW50LWI2NA==",
+            "Y3VzdG9tLWI2NA==",
+            "no-api-version",
+            "mc-child",
+            "bWMtYXR0YWNobWVudA==",
+            "cmVsYXRlZC1ubyBraW5k",
+        ] {
+            assert!(!kept.contains(secret), "{secret} kept: {kept}");
+        }
+        let v: Value = serde_json::from_str(&kept).expect("still JSON");
+        assert_eq!(v["resources"][0]["fields"]["stringData"]["k"], REDACTED);
+        assert_eq!(v["resources"][0]["fields"]["name"], "a", "names stay");
+        assert_eq!(
+            v["resources"][3]["fields"]["data"]["k"], "a config value",
+            "a ConfigMap is not a Secret"
+        );
     }
 
     #[test]
