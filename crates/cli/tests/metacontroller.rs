@@ -643,3 +643,182 @@ async fn a_cluster_scoped_parent_propagates_a_configmap_into_labelled_namespaces
     }
     Ok(())
 }
+
+/// Finding H1 of issue 47: a customize hook had ork read any type with ork's own identity,
+/// Secrets with their values and ork's own namespace included. Now a related type must be the
+/// controller's (parent, children, Namespaces) or declared on it; Secret values come only on
+/// opt-in; ork's namespace is never read for a hook.
+#[tokio::test]
+async fn a_customize_hook_reads_only_declared_types_never_orks_namespace_nor_secret_values()
+-> Result<()> {
+    use ork_test_support::fake_service::{FakeService, Reply};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU8, Ordering};
+    let client = client().await?;
+    let crd = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: relatedprobes.h1.ork.dev}
+spec:
+  group: h1.ork.dev
+  scope: Cluster
+  names: {plural: relatedprobes, singular: relatedprobe, kind: RelatedProbe}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+    apply_yaml(&client, crd, "default").await?;
+    wait_crd_established(&client, "relatedprobes.h1.ork.dev").await?;
+    let (tenant, home) = (
+        TestNamespace::create(&client).await?,
+        TestNamespace::create(&client).await?,
+    );
+    let label = format!("h1-{}", tenant.name);
+    for (ns, name, value) in [
+        (&tenant.name, "db", "tenant-secret-value"),
+        (&home.name, "owner-key", "home-secret-value"),
+    ] {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "labels": {label.clone(): "yes"}},
+            "stringData": {"password": value}});
+        apply_yaml(&client, &secret.to_string(), ns).await?;
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &tenant.name);
+    assert!(
+        secrets.get_opt("db").await?.is_some(),
+        "the fixture's Secret"
+    );
+
+    // Phase 0: the hook asks for ork's own namespace; 1: for the tenant's Secret by name and
+    // for every Secret with the label, cluster-wide.
+    let phase = Arc::new(AtomicU8::new(0));
+    let (now, tenant_ns, home_ns, sel) = (
+        phase.clone(),
+        tenant.name.clone(),
+        home.name.clone(),
+        label.clone(),
+    );
+    let hook = FakeService::start(move |req| {
+        if req.get("children").is_some() {
+            return Reply::ok(json!({"status": {"synced": true}, "children": []}));
+        }
+        let rules = match now.load(Ordering::SeqCst) {
+            0 => json!([{"apiVersion": "v1", "resource": "secrets", "namespace": home_ns}]),
+            _ => json!([
+                {"apiVersion": "v1", "resource": "secrets", "namespace": tenant_ns, "names": ["db"]},
+                {"apiVersion": "v1", "resource": "secrets", "labelSelector": {"matchLabels": {sel.clone(): "yes"}}}
+            ]),
+        };
+        Reply::ok(json!({"relatedResources": rules}))
+    })
+    .await?;
+    let controller = |name: &str, annotations: Value| {
+        json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {
+                "parentResource": {"apiVersion": "h1.ork.dev/v1", "resource": "relatedprobes",
+                    "labelSelector": {"matchLabels": {"probe": name}}},
+                "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+                "hooks": {
+                    "customize": {"version": "v2", "webhook": {"url": hook.url}},
+                    "sync": {"version": "v2", "webhook": {"url": hook.url}}}}})
+    };
+    let dir = dir(&tenant.name)?;
+    let file = dir.join("controllers.yaml");
+    let plain = controller("h1-plain", json!({}));
+    let declared = controller(
+        "h1-declared",
+        json!({"orkestra.orkspace.io/related-resources": "v1/secrets"}),
+    );
+    std::fs::write(&file, format!("{plain}\n---\n{declared}\n"))?;
+    let ork = spawn_ork(
+        &dir.join("no-katalog.yaml"),
+        &dir.join("ork.log"),
+        &["--controllers", file.to_str().context("path")?],
+        &[("ORK_NAMESPACE", home.name.as_str())],
+    )?;
+    let (ar, _) = resolve(
+        &client,
+        &GroupVersionKind::gvk("h1.ork.dev", "v1", "RelatedProbe"),
+    )
+    .await?;
+    let probes: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    for which in ["h1-plain", "h1-declared"] {
+        let name = format!("{which}-{}", tenant.name);
+        let probe = json!({"apiVersion": "h1.ork.dev/v1", "kind": "RelatedProbe",
+            "metadata": {"name": name, "labels": {"probe": which}}, "spec": {"round": 0}});
+        probes
+            .create(&PostParams::default(), &serde_json::from_value(probe)?)
+            .await?;
+    }
+    let logged = |text: &'static str| {
+        let log = ork.log.clone();
+        wait_for(text, WAIT, move || {
+            let log = log.clone();
+            async move {
+                std::fs::read_to_string(&log)
+                    .ok()
+                    .filter(|l| l.contains(text))
+                    .map(|_| ())
+            }
+        })
+    };
+    logged("related v1/secrets is neither the parent's type, a child type nor Namespaces").await?;
+    logged("in ork's own namespace").await?;
+    let syncs = |controller: &str| -> Vec<Value> {
+        hook.received()
+            .into_iter()
+            .filter(|r| {
+                r.body.get("children").is_some()
+                    && r.body["controller"]["metadata"]["name"] == controller
+            })
+            .map(|r| r.body)
+            .collect()
+    };
+    assert!(
+        syncs("h1-plain").is_empty(),
+        "an undeclared type refuses the whole customize answer"
+    );
+    assert!(
+        syncs("h1-declared").is_empty(),
+        "ork's namespace refuses the whole answer"
+    );
+
+    phase.store(1, Ordering::SeqCst);
+    let declared_name = format!("h1-declared-{}", tenant.name);
+    probes
+        .patch(
+            &declared_name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"round": 1}})),
+        )
+        .await?;
+    let sync = wait_for("a sync with the related Secret", WAIT, || async {
+        syncs("h1-declared").pop()
+    })
+    .await?;
+    let related = sync["related"]["Secret.v1"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let tenant_key = format!("{}/db", tenant.name);
+    assert!(related.contains_key(&tenant_key), "{related:?}");
+    assert!(
+        related
+            .keys()
+            .all(|k| !k.starts_with(&format!("{}/", home.name))),
+        "a cluster-wide read skips ork's namespace: {related:?}"
+    );
+    assert!(related[&tenant_key].get("data").is_none(), "{related:?}");
+    let text = sync.to_string();
+    for secret in ["tenant-secret-value", "home-secret-value"] {
+        assert!(!text.contains(secret), "{secret} reached the hook");
+    }
+    for r in hook.received() {
+        let body = r.body.to_string();
+        assert!(!body.contains("dGVuYW50") && !body.contains("aG9tZS1zZWNyZXQ"));
+    }
+    Ok(())
+}

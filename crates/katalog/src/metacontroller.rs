@@ -12,7 +12,10 @@ use ork_protocol::metacontroller::HookVersion;
 use serde_json::{Map, Value, json};
 
 use crate::model::CrdEntry;
-pub use crate::model::composite::{ChildRule, Composite, Decoration, Hook, Selector, UpdateMethod};
+pub use crate::model::composite::{
+    ChildRule, Composite, Decoration, Hook, RELATED_RESOURCES, RELATED_SECRET_VALUES,
+    RelatedAccess, RelatedRefused, Selector, UpdateMethod,
+};
 
 /// The API group and version of Metacontroller's objects.
 pub const API_VERSION: &str = "metacontroller.k8s.io/v1alpha1";
@@ -70,6 +73,59 @@ struct Common {
     customize: Option<Hook>,
     children: Vec<ChildRule>,
     resync_period: Option<std::time::Duration>,
+    related: RelatedAccess,
+}
+
+/// The controller's [`RelatedAccess`] from its annotations.
+fn related_access(
+    object: &Value,
+    fail: impl Fn(&str, String) -> ControllerError,
+) -> Result<RelatedAccess, ControllerError> {
+    let annotation = |key: &str| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+    };
+    let field = |key: &str| format!("metadata.annotations[{key:?}]");
+    let mut access = RelatedAccess::default();
+    match annotation(RELATED_RESOURCES) {
+        None => {}
+        Some(Value::String(list)) => {
+            for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                match item.rsplit_once('/') {
+                    Some((version, resource)) if !version.is_empty() && !resource.is_empty() => {
+                        access
+                            .extra
+                            .push((version.to_string(), resource.to_string()));
+                    }
+                    _ => {
+                        return Err(fail(
+                            &field(RELATED_RESOURCES),
+                            format!(
+                                "{item:?} is not apiVersion/resource (for example v1/secrets or apps/v1/deployments)"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(fail(&field(RELATED_RESOURCES), "must be a string".into()));
+        }
+    }
+    match annotation(RELATED_SECRET_VALUES) {
+        None => {}
+        Some(Value::String(v)) if v == "true" || v == "false" => {
+            access.secret_values = v == "true";
+        }
+        Some(other) => {
+            return Err(fail(
+                &field(RELATED_SECRET_VALUES),
+                format!("must be \"true\" or \"false\", got {other}"),
+            ));
+        }
+    }
+    Ok(access)
 }
 
 /// Reports a problem of the controller `name` (of `kind`) at `field`.
@@ -225,6 +281,7 @@ fn common(
             }
         },
     };
+    let related = related_access(object, fail)?;
     let common = Common {
         name,
         version,
@@ -233,6 +290,7 @@ fn common(
         customize,
         children,
         resync_period,
+        related,
     };
     Ok((common, spec))
 }
@@ -337,6 +395,7 @@ impl Composite {
                 .unwrap_or(false),
             resync_period: common.resync_period,
             decorator: None,
+            related: common.related,
         })
     }
 
@@ -407,6 +466,7 @@ impl Composite {
                     labels,
                     annotations,
                 }),
+                related: common.related.clone(),
             });
         }
         Ok(out)
@@ -617,6 +677,49 @@ mod tests {
         let remote = e.operator_box.reconcile.remote.as_ref().expect("remote");
         assert_eq!(remote.managed_resources[0].plural, "configmaps");
         assert!(e.metacontroller.is_some());
+    }
+
+    #[test]
+    fn a_customize_hook_may_relate_the_controllers_types_and_those_it_declares() {
+        let c = Composite::parse(&controller(minimal())).expect("parses");
+        for (version, resource) in [
+            ("ex.io/v1", "things"),
+            ("v1", "configmaps"),
+            ("v1", "namespaces"),
+        ] {
+            assert!(
+                c.may_relate(version, resource).is_ok(),
+                "{version}/{resource}"
+            );
+        }
+        let refused = c.may_relate("v1", "secrets").expect_err("not declared");
+        assert!(refused.0.contains("\"v1/secrets\""), "{}", refused.0);
+        assert!(!c.related_secret_values());
+
+        let mut object = controller(minimal());
+        object["metadata"]["annotations"] = json!({
+            RELATED_RESOURCES: "v1/secrets, apps/v1/deployments",
+            RELATED_SECRET_VALUES: "true"});
+        let c = Composite::parse(&object).expect("parses");
+        assert!(c.may_relate("v1", "secrets").is_ok());
+        assert!(c.may_relate("apps/v1", "deployments").is_ok());
+        assert!(c.may_relate("apps/v1", "statefulsets").is_err());
+        assert!(c.related_secret_values());
+
+        for (key, value) in [
+            (RELATED_RESOURCES, json!("secrets")),
+            (RELATED_SECRET_VALUES, json!("yes")),
+        ] {
+            let mut object = controller(minimal());
+            object["metadata"]["annotations"] = json!({key: value});
+            let e = Composite::parse(&object).expect_err("a bad annotation");
+            assert_eq!(
+                e.field,
+                format!("metadata.annotations[{key:?}]"),
+                "{}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -129,6 +129,64 @@ impl ChildRule {
     }
 }
 
+/// On a controller object: more types its customize hook may read (`apiVersion/resource`,
+/// comma-separated: `v1/secrets, apps/v1/deployments`) beside its parent's, its children's and
+/// Namespaces.
+pub const RELATED_RESOURCES: &str = "orkestra.orkspace.io/related-resources";
+/// On a controller object: `"true"` sends the related Secrets' values to its hooks; without it
+/// they arrive without `data`, unless Secrets are among the controller's child types.
+pub const RELATED_SECRET_VALUES: &str = "orkestra.orkspace.io/related-secret-values";
+
+/// What a controller's customize hook may have ork read for it (SPEC §11, §20): related reads
+/// run under ork's identity, so they are held to what the controller object declares.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RelatedAccess {
+    /// [`RELATED_RESOURCES`]: `(apiVersion, resource)`.
+    pub extra: Vec<(String, String)>,
+    /// [`RELATED_SECRET_VALUES`].
+    pub secret_values: bool,
+}
+
+/// Why a related read is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelatedRefused(pub String);
+
+impl Composite {
+    /// Whether the customize hook may ask for objects of `api_version`/`resource`: the parent's
+    /// type, a child type, Namespaces (metadata only, what Metacontroller's examples select
+    /// targets by), or a type the controller names in [`RELATED_RESOURCES`].
+    ///
+    /// # Errors
+    /// Any other type, with the annotation that would allow it.
+    pub fn may_relate(&self, api_version: &str, resource: &str) -> Result<(), RelatedRefused> {
+        let same = |v: &str, r: &str| v == api_version && r == resource;
+        let declared = same(&self.parent_api_version, &self.parent_resource)
+            || self
+                .children
+                .iter()
+                .any(|c| same(&c.api_version, &c.resource))
+            || same("v1", "namespaces")
+            || self.related.extra.iter().any(|(v, r)| same(v, r));
+        if declared {
+            return Ok(());
+        }
+        Err(RelatedRefused(format!(
+            "customize hook: related {api_version}/{resource} is neither the parent's type, a child type nor Namespaces; ork reads related objects with its own identity, so other types must be declared on the controller: annotation {RELATED_RESOURCES}: \"{api_version}/{resource}\""
+        )))
+    }
+
+    /// Whether related Secrets reach the hooks with their values: when the controller opts in
+    /// ([`RELATED_SECRET_VALUES`]) or manages Secrets itself (Metacontroller sends child
+    /// Secrets whole).
+    pub fn related_secret_values(&self) -> bool {
+        self.related.secret_values
+            || self
+                .children
+                .iter()
+                .any(|c| c.api_version == "v1" && c.resource == "secrets")
+    }
+}
+
 /// A CompositeController compiled for ork: what its reconcile does differently from a Katalog
 /// entry's.
 #[derive(Clone, Debug)]
@@ -160,6 +218,8 @@ pub struct Composite {
     /// The entry's name: the controller's, with the resource added when a DecoratorController
     /// decorates more than one type.
     pub entry_name: String,
+    /// What the customize hook may have ork read ([`Composite::may_relate`]).
+    pub related: RelatedAccess,
 }
 
 impl Composite {

@@ -66,25 +66,50 @@ pub(super) async fn related(
             customize.redact(&e.to_string())
         ))
     })?;
-    if let Some(watched) = &ctx.related {
-        watched.remember(key, &rules);
-    }
     let parent_namespace = namespace_of(cr);
-    for rule in rules {
+    let refuse = |why: String| ReconcileError::InvalidResponse(why);
+    // Every rule is checked before anything is read: a refused one refuses the whole answer.
+    for rule in &rules {
+        composite
+            .may_relate(&rule.api_version, &rule.resource)
+            .map_err(|r| refuse(r.0))?;
         if let (Some(parent), Some(want)) = (parent_namespace, rule.namespace.as_deref())
             && parent != want
         {
-            return Err(ReconcileError::InvalidResponse(format!(
+            return Err(refuse(format!(
                 "customize hook: related {}/{} in namespace {want:?}, but a namespaced parent only sees its own namespace {parent:?}",
                 rule.api_version, rule.resource
             )));
         }
+        if parent_namespace.is_none() && rule.namespace.as_deref() == Some(&ctx.ork_namespace) {
+            return Err(refuse(format!(
+                "customize hook: related {}/{} in ork's own namespace {:?}, which holds ork's keys and credentials and is never read for a hook",
+                rule.api_version, rule.resource, ctx.ork_namespace
+            )));
+        }
+    }
+    // Watched only once allowed: a refused type is never listed or watched.
+    if let Some(watched) = &ctx.related {
+        watched.remember(key, &rules);
+    }
+    let values = composite.related_secret_values();
+    for rule in rules {
         let scope = parent_namespace.or(rule.namespace.as_deref());
         let objects = ports
             .cluster
             .list(&rule.api_version, &rule.resource, scope)
             .await?;
-        for o in objects.into_iter().filter(|o| rule.selects(o)) {
+        let secrets = rule.api_version == "v1" && rule.resource == "secrets";
+        for mut o in objects.into_iter().filter(|o| rule.selects(o)) {
+            // A cluster-wide read skips ork's own namespace, unless the parent lives there.
+            if parent_namespace != Some(ctx.ork_namespace.as_str())
+                && namespace_of(&o) == Some(ctx.ork_namespace.as_str())
+            {
+                continue;
+            }
+            if secrets && !values {
+                super::request::drop_secret_values(&mut o);
+            }
             mc::insert(&mut out, composite.version, parent_namespace, o);
         }
     }

@@ -93,14 +93,20 @@ fn children(ctx: &EntryContext, job: &Job) -> BTreeMap<String, BTreeMap<String, 
         );
         if t.managed.group.is_empty() && t.managed.kind == "Secret" && !payload.secret_values {
             // SPEC §11: what the cluster filled into a Secret does not go back unasked.
-            if let Value::Object(m) = &mut v {
-                m.remove("data");
-                m.remove("stringData");
-            }
+            drop_secret_values(&mut v);
         }
         out.entry(kind).or_default().insert(obj.name_any(), v);
     }
     out
+}
+
+/// A Secret `v` without its values (`data`, `stringData`), for a service that did not ask for
+/// them (SPEC §11, §20): its name, labels and keys' absence say what it needs to know.
+pub(super) fn drop_secret_values(v: &mut Value) {
+    if let Value::Object(m) = v {
+        m.remove("data");
+        m.remove("stringData");
+    }
 }
 
 /// `args` rendered with the Katalog's notes ("5" → 5, "true" → true); `None` when empty.
