@@ -43,9 +43,11 @@ impl Marked<'_> {
     }
 }
 
-/// The key marks are made and checked with. Never printed.
+/// The key marks are made and checked with. Never printed. `None`: no key could be made (the
+/// system has no random source): such a key verifies no mark at all, so nothing counts as a
+/// child by a mark (fail closed), never a key anyone could guess.
 #[derive(Clone)]
-pub(crate) struct MarkKey(Arc<hmac::Key>);
+pub(crate) struct MarkKey(Option<Arc<hmac::Key>>);
 
 impl std::fmt::Debug for MarkKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,36 +57,47 @@ impl std::fmt::Debug for MarkKey {
 
 impl MarkKey {
     pub fn from_bytes(bytes: &[u8]) -> MarkKey {
-        MarkKey(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, bytes)))
+        MarkKey(Some(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, bytes))))
     }
 
-    /// A key of this process only (`ork simulate`, and entries that write no mark).
+    /// A key of this process only (`ork simulate`, and entries that write no mark); one that
+    /// verifies nothing when the system has no random source.
     pub fn ephemeral() -> MarkKey {
-        MarkKey::from_bytes(&random_bytes())
+        match random_bytes() {
+            Ok(bytes) => MarkKey::from_bytes(&bytes),
+            Err(e) => {
+                tracing::error!("{e}: marks made now verify nowhere, and no mark is trusted");
+                MarkKey(None)
+            }
+        }
     }
 
-    /// The mark of `what`, as lowercase hex.
+    /// The mark of `what`, as lowercase hex (empty, which verifies nowhere, without a key).
     pub fn mark(&self, what: &Marked<'_>) -> String {
-        let tag = hmac::sign(&self.0, what.message().as_bytes());
+        let Some(key) = &self.0 else {
+            return String::new();
+        };
+        let tag = hmac::sign(key, what.message().as_bytes());
         tag.as_ref().iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Whether `mark` is this key's mark of `what` (constant time).
+    /// Whether `mark` is this key's mark of `what` (constant time); never without a key.
     pub fn verifies(&self, mark: &str, what: &Marked<'_>) -> bool {
-        let Some(tag) = unhex(mark) else {
+        let (Some(key), Some(tag)) = (&self.0, unhex(mark)) else {
             return false;
         };
-        hmac::verify(&self.0, what.message().as_bytes(), &tag).is_ok()
+        hmac::verify(key, what.message().as_bytes(), &tag).is_ok()
     }
 }
 
-fn random_bytes() -> [u8; 32] {
+/// 32 bytes from the system's random source; without one no key can be made, and no fixed
+/// stand-in (all zeros) may take its place: anyone could forge marks with it.
+fn random_bytes() -> Result<[u8; 32], String> {
     let mut bytes = [0u8; 32];
-    // The system's random source; without one no key can be made, and nothing can be trusted.
-    if SystemRandom::new().fill(&mut bytes).is_err() {
-        bytes = [0u8; 32];
-    }
-    bytes
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "the system's random source failed: no mark key can be made".to_string())?;
+    Ok(bytes)
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
@@ -129,7 +142,7 @@ pub(crate) async fn load_or_create(client: &Client, namespace: &str) -> Result<M
         },
         type_: Some("Opaque".into()),
         data: Some(
-            [("key".to_string(), ByteString(random_bytes().to_vec()))]
+            [("key".to_string(), ByteString(random_bytes()?.to_vec()))]
                 .into_iter()
                 .collect(),
         ),
@@ -184,5 +197,16 @@ mod tests {
             MarkKey::from_bytes(b"0123456789abcdef0123456789abcdef").mark(&what("team-b", "cfg")),
             "a shared key gives every replica the same mark"
         );
+    }
+
+    /// Informational finding of issue 47: without a random source the key was all zeros, so
+    /// anyone could forge marks; now a missing key verifies no mark, not even its own.
+    #[test]
+    fn without_a_key_no_mark_verifies() {
+        let none = MarkKey(None);
+        let zeros = MarkKey::from_bytes(&[0u8; 32]).mark(&what("team-b", "cfg"));
+        assert!(!none.verifies(&zeros, &what("team-b", "cfg")));
+        let own = none.mark(&what("team-b", "cfg"));
+        assert!(!none.verifies(&own, &what("team-b", "cfg")));
     }
 }

@@ -142,6 +142,8 @@ impl<'c> Eval<'c> {
                         let mut text = text_in(&v, &self.meter);
                         if self.url && past_authority(out) {
                             text = percent_encode(&text);
+                        } else if self.url && in_authority(out) {
+                            refuse_outside_host(&text)?;
                         }
                         self.meter.forgive_since(mark);
                         self.push(out, &text)?;
@@ -538,6 +540,36 @@ fn walk<'v>(v: &'v Value, chain: &[String]) -> Result<Option<&'v Value>, Templat
 fn past_authority(out: &str) -> bool {
     out.find("://")
         .is_some_and(|i| out[i + 3..].contains(['/', '?', '#']))
+}
+
+/// Whether a URL rendered so far is inside its authority: past `scheme://`, before the path.
+fn in_authority(out: &str) -> bool {
+    out.contains("://") && !past_authority(out)
+}
+
+/// Refuses `text` printed into a URL's authority unless it holds only what a host and port
+/// may: letters, digits, `-`, `.`, `_`, `:` and IPv6 brackets. Anything else (`/ ? # \ @`,
+/// spaces, `%`) would move the rest of the URL into another path, query or user-info on an
+/// allowed host (finding L1 of issue 47).
+fn refuse_outside_host(text: &str) -> Result<(), TemplateError> {
+    match text
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':' | '[' | ']')))
+    {
+        None => Ok(()),
+        Some(c) => Err(err(format!(
+            "the endpoint's host renders to {:?}, whose {c:?} is not a host character (letters, digits, '-', '.', '_', ':' and IPv6 brackets): refused, as it would move the rest of the URL into another path or query",
+            shorten(text)
+        ))),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    let mut s: String = text.chars().take(80).collect();
+    if text.chars().count() > 80 {
+        s.push('…');
+    }
+    s
 }
 
 /// `text` with every byte but RFC 3986's unreserved characters percent-encoded: a value

@@ -369,6 +369,24 @@ mod tests {
             url,
             "http://127.0.0.1:8025/tenants/..%2F..%2Fadmin%2Fwipe-all-tenants%3F/reconcile"
         );
+        // Finding L1: what a template prints into the host may hold host characters only.
+        let p = port("http://{{ .spec.host }}/reconcile", &["127.0.0.1:9001"]);
+        for host in [
+            "127.0.0.1:9001/admin/wipe?all=1&x=",
+            "127.0.0.1:9001?x=",
+            "127.0.0.1:9001#",
+            "127.0.0.1:9001\\x",
+            "evil@127.0.0.1:9001",
+            "127.0.0.1:9001 x",
+        ] {
+            let cr = serde_json::json!({"spec": {"host": host}});
+            let e = p.endpoint.render_url(&cr).expect_err(host).to_string();
+            assert!(e.contains("is not a host character"), "{host}: {e}");
+        }
+        for host in ["127.0.0.1:9001", "svc.team-a_x:8080", "[::1]:9001"] {
+            let cr = serde_json::json!({"spec": {"host": host}});
+            assert!(p.endpoint.render_url(&cr).is_ok(), "{host}");
+        }
         let literal = Template::parse("http://127.0.0.1:8025/a/%2E%2e/b").expect("template");
         assert!(
             literal.render_url(&Value::Null).is_err(),
