@@ -140,6 +140,7 @@ fn k6_a_service_intent_selector_is_checked_like_labels() {
             cluster_scoped: false,
             bind_roles: Vec::new(),
             service_account_tokens: false,
+            role_aggregation: false,
         }],
         "ork-system",
     );

@@ -37,6 +37,7 @@ impl ChildType {
                 cluster_scoped: false,
                 bind_roles: Vec::new(),
                 service_account_tokens: false,
+                role_aggregation: false,
                 served_versions: vec!["v1".into()],
             },
             resource: ApiResource {
@@ -200,6 +201,7 @@ pub async fn resolve_managed(
                 cluster_scoped: m.cluster_scoped,
                 bind_roles: m.bind_role_pairs(),
                 service_account_tokens: m.service_account_tokens,
+                role_aggregation: m.role_aggregation,
                 served_versions: found.served,
             },
             resource: ar,

@@ -247,6 +247,9 @@ fn check_object(
     if group == RBAC_GROUP && matches!(kind.as_str(), "RoleBinding" | "ClusterRoleBinding") {
         check_role_ref(&object, &kind, &name, managed, &mut problems);
     }
+    if group == RBAC_GROUP && kind == "ClusterRole" && !managed.role_aggregation {
+        check_no_aggregation(&object, &name, &mut problems);
+    }
     if group.is_empty()
         && kind == "Secret"
         && object.get("type").and_then(Value::as_str) == Some(SERVICE_ACCOUNT_TOKEN)
@@ -325,6 +328,34 @@ fn check_object(
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 const SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
+
+/// The label prefix that makes a ClusterRole part of an aggregated one (`view`, `edit`, `admin`
+/// and any role aggregating on such labels).
+const AGGREGATE_LABEL: &str = "rbac.authorization.k8s.io/aggregate-to-";
+
+/// A ClusterRole child neither joins an aggregated role (its rules would reach everyone bound
+/// to `view`, `edit` or `admin`, with no binding and no `bind`) nor gathers other roles' rules,
+/// unless its managed resource sets `roleAggregation: true` (SPEC §11).
+fn check_no_aggregation(object: &Map<String, Value>, name: &str, problems: &mut Vec<String>) {
+    let labels = object
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object);
+    for key in labels
+        .into_iter()
+        .flat_map(|l| l.keys())
+        .filter(|k| k.starts_with(AGGREGATE_LABEL))
+    {
+        problems.push(format!(
+            "ClusterRole {name} carries the label {key}, which adds its rules to an aggregated role (such as view, edit or admin) without any binding; refused unless its managedResources entry sets `roleAggregation: true`"
+        ));
+    }
+    if object.get("aggregationRule").is_some_and(|v| !v.is_null()) {
+        problems.push(format!(
+            "ClusterRole {name} has an aggregationRule, which gathers the rules of other roles into it; refused unless its managedResources entry sets `roleAggregation: true`"
+        ));
+    }
+}
 
 /// A binding may name only a role its managed resource lists in `bindRoles` (SPEC §11): ork
 /// holds `bind` on exactly those, and nothing else may be granted through it.

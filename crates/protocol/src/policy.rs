@@ -29,6 +29,9 @@ pub struct ManagedType {
     /// For Secrets: whether the service may return Secrets of type
     /// `kubernetes.io/service-account-token` (the Katalog's `serviceAccountTokens`).
     pub service_account_tokens: bool,
+    /// For ClusterRoles: whether children may aggregate (`aggregate-to-*` labels,
+    /// `aggregationRule`; the Katalog's `roleAggregation`).
+    pub role_aggregation: bool,
 }
 
 impl ManagedType {
@@ -52,6 +55,7 @@ impl ManagedType {
             cluster_scoped: false,
             bind_roles: Vec::new(),
             service_account_tokens: false,
+            role_aggregation: false,
         }
     }
 
@@ -240,6 +244,7 @@ mod tests {
             cluster_scoped: false,
             bind_roles: Vec::new(),
             service_account_tokens: false,
+            role_aggregation: false,
         }
     }
 

@@ -37,6 +37,10 @@ pub struct ManagedResource {
     /// Secrets only: the service may return Secrets of type
     /// `kubernetes.io/service-account-token`, which the cluster fills with a token (SPEC §11).
     pub service_account_tokens: bool,
+    /// ClusterRoles only: children may aggregate (an `aggregate-to-*` label joins a role such as
+    /// `view`, `edit` or `admin` without any binding; an `aggregationRule` gathers other roles'
+    /// rules). Refused without it (SPEC §11).
+    pub role_aggregation: bool,
 }
 
 /// A role that children of a binding type may bind: `kind` is `ClusterRole` or `Role`.
@@ -146,6 +150,10 @@ pub struct ManagedResourceSpec {
     /// Secrets only: allow Secrets of type `kubernetes.io/service-account-token`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub service_account_tokens: bool,
+    /// ClusterRoles only: allow `rbac.authorization.k8s.io/aggregate-to-*` labels and
+    /// `aggregationRule`, which grant or gather rights without a binding.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub role_aggregation: bool,
 }
 
 impl TryFrom<ManagedResourceSpec> for ManagedResource {
@@ -239,13 +247,27 @@ impl TryFrom<ManagedResourceSpec> for ManagedResource {
             adopt: s.adopt,
             bind_roles: Vec::new(),
             service_account_tokens: s.service_account_tokens,
+            role_aggregation: s.role_aggregation,
         }
         .with_bind_roles(s.bind_roles)
         .and_then(ManagedResource::checked_token_opt_in)
+        .and_then(ManagedResource::checked_aggregation_opt_in)
     }
 }
 
 impl ManagedResource {
+    fn checked_aggregation_opt_in(self) -> Result<ManagedResource, String> {
+        let cluster_roles = self.group == RBAC_GROUP
+            && (self.plural == "clusterroles" || self.kind.as_deref() == Some("ClusterRole"));
+        if self.role_aggregation && !cluster_roles {
+            return Err(format!(
+                "roleAggregation is for ClusterRoles ({RBAC_GROUP}/clusterroles), not {}",
+                self.describe()
+            ));
+        }
+        Ok(self)
+    }
+
     fn checked_token_opt_in(self) -> Result<ManagedResource, String> {
         let secrets = self.group.is_empty()
             && (self.plural == "secrets" || self.kind.as_deref() == Some("Secret"));
@@ -318,6 +340,7 @@ impl From<&ManagedResource> for ManagedResourceSpec {
             adopt: m.adopt,
             bind_roles: m.bind_roles.clone(),
             service_account_tokens: m.service_account_tokens,
+            role_aggregation: m.role_aggregation,
         }
     }
 }

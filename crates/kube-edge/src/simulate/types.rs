@@ -89,6 +89,7 @@ pub(super) fn offline_type(
             cluster_scoped: m.cluster_scoped,
             bind_roles: m.bind_role_pairs(),
             service_account_tokens: m.service_account_tokens,
+            role_aggregation: m.role_aggregation,
             served_versions: vec![version.clone()],
         },
         resource: ApiResource {

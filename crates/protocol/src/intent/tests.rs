@@ -24,6 +24,7 @@ fn declared() -> Vec<ManagedType> {
         cluster_scoped: false,
         bind_roles: Vec::new(),
         service_account_tokens: false,
+        role_aggregation: false,
     };
     vec![
         t("apps", "Deployment", &["v1"]),

@@ -481,3 +481,48 @@ fn a_service_account_token_secret_is_refused_unless_its_managed_resource_opts_in
     }
     decide_with(&p, token("kubernetes.io/service-account-token")).expect("opted in");
 }
+
+/// Finding L6 of issue 47: a ClusterRole child could join `view`/`edit`/`admin` through an
+/// aggregation label, without any binding or `bind`.
+#[test]
+fn a_cluster_role_that_aggregates_is_refused_unless_its_managed_resource_opts_in() {
+    let mut p = policy();
+    for m in &mut p.managed {
+        m.cluster_scoped = m.kind == "ClusterRole";
+    }
+    let role = |extra: Value| {
+        let mut role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "tenant-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]});
+        if let (Value::Object(r), Value::Object(e)) = (&mut role, extra) {
+            for (k, v) in e {
+                if k == "labels" {
+                    r["metadata"]["labels"] = v;
+                } else {
+                    r.insert(k, v);
+                }
+            }
+        }
+        json!({"resources": [role]})
+    };
+    let joins = role(json!({"labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}));
+    let e = decide_with(&p, joins.clone())
+        .expect_err("joins view")
+        .to_string();
+    assert!(
+        e.contains("aggregate-to-view") && e.contains("roleAggregation: true"),
+        "{e}"
+    );
+    let gathers = role(json!({"aggregationRule": {"clusterRoleSelectors": [
+        {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}]}}));
+    let e = decide_with(&p, gathers.clone())
+        .expect_err("gathers admin")
+        .to_string();
+    assert!(e.contains("aggregationRule"), "{e}");
+    decide_with(&p, role(json!({"labels": {"team": "a"}}))).expect("an ordinary ClusterRole");
+    for t in p.managed.iter_mut().filter(|t| t.kind == "ClusterRole") {
+        t.role_aggregation = true;
+    }
+    decide_with(&p, joins).expect("opted in");
+    decide_with(&p, gathers).expect("opted in");
+}
