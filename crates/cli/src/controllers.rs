@@ -29,10 +29,16 @@ pub fn with_controllers(mut katalog: Katalog, files: &[PathBuf]) -> Result<Katal
     for object in objects(files)? {
         controllers.extend(parse_controller(&object).map_err(|e| anyhow!("{e}"))?);
     }
-    katalog
-        .spec
-        .crds
-        .extend(entries_for_rbac(&controllers).map_err(|e| anyhow!("{e}"))?);
+    for (name, entry) in entries_for_rbac(&controllers).map_err(|e| anyhow!("{e}"))? {
+        // An entry's name is what config, metrics, records and the inspector's authorization
+        // go by: a controller never replaces a Katalog entry or another controller.
+        if katalog.spec.crds.contains_key(&name) {
+            return Err(anyhow!(
+                "controller {name:?}: a Katalog entry or another controller is already named {name:?}; rename one of them"
+            ));
+        }
+        katalog.spec.crds.insert(name, entry);
+    }
     Ok(katalog)
 }
 

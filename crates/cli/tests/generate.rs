@@ -322,3 +322,42 @@ fn a_sharded_bundle_runs_replicas_with_shards_instead_of_one_leader() {
         "{lease_rules:?}"
     );
 }
+
+/// Finding L7 of issue 47: a controller named like a Katalog entry took over that entry's name
+/// (its config, registry, metrics and authorization then referred to different types).
+#[test]
+fn a_controller_named_like_a_katalog_entry_is_refused() {
+    let dir = std::env::temp_dir().join(format!("ork-generate-collision-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let controllers = dir.join("controllers.yaml");
+    std::fs::write(
+        &controllers,
+        r#"apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata: {name: webapp}
+spec:
+  parentResource: {apiVersion: example.ork.dev/v1, resource: things}
+  childResources: [{apiVersion: v1, resource: configmaps}]
+  hooks: {sync: {webhook: {url: "http://127.0.0.1:1/sync"}}}
+"#,
+    )
+    .expect("write");
+    let katalog = examples().join("webapp/katalog.yaml");
+    assert!(
+        std::fs::read_to_string(&katalog)
+            .expect("the example")
+            .contains("\n    webapp:\n"),
+        "the fixture's Katalog has an entry named webapp"
+    );
+    let (ok, _, stderr) = run(
+        &[
+            "generate",
+            "rbac",
+            "--controllers",
+            controllers.to_str().expect("path"),
+        ],
+        &katalog,
+    );
+    assert!(!ok, "a collision must fail");
+    assert!(stderr.contains("already named \"webapp\""), "{stderr}");
+}

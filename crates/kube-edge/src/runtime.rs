@@ -114,7 +114,7 @@ impl Runtime {
         self.process.forget_synced(name);
     }
 
-    fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.entries
             .read()
             .map(|e| e.names.clone())

@@ -129,7 +129,12 @@ impl Runtime {
             {
                 m.remove("managedFields");
             }
-            let spec = value.get("spec").cloned().unwrap_or(Value::Null);
+            // What the controller runs by: its spec, and the annotations ork reads on it (what
+            // its customize hook may relate), so a change of either restarts it.
+            let spec = serde_json::json!({
+                "spec": value.get("spec").cloned().unwrap_or(Value::Null),
+                "annotations": value.pointer("/metadata/annotations").cloned().unwrap_or(Value::Null),
+            });
             let at = (kind.clone(), name.clone());
             if running.get(&at).is_some_and(|r| r.spec == spec) {
                 continue;
@@ -146,6 +151,22 @@ impl Runtime {
                         entries: Vec::new(),
                     };
                     for composite in entries {
+                        // An entry's name is what config, metrics, records and the inspector's
+                        // authorization go by: a controller never takes over another's.
+                        let taken = self.names().contains(&composite.entry_name)
+                            || running
+                                .values()
+                                .any(|r| r.entries.contains(&composite.entry_name));
+                        if taken {
+                            tracing::error!(
+                                controller = %name,
+                                %kind,
+                                entry = %composite.entry_name,
+                                "controller not run: a Katalog entry or another controller is already named {:?}; rename one of them",
+                                composite.entry_name
+                            );
+                            continue;
+                        }
                         started.entries.push(composite.entry_name.clone());
                         let serve = self.serve(
                             client.clone(),
