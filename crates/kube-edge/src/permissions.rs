@@ -112,12 +112,20 @@ pub fn metacontroller_rules() -> Vec<Rule> {
             &["get", "list", "watch"],
             None,
         ),
-        rule(
-            "apiextensions.k8s.io",
-            vec!["customresourcedefinitions".into()],
-            &["get", "create", "patch"],
-            None,
-        ),
+        // Only Metacontroller's own CRDs, by name (finding L5: `patch` on every CRD let ork
+        // rewrite any type's schema); installed by server-side apply, which a name authorises.
+        Rule {
+            resource_names: crate::metacontroller::CRD_NAMES
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            ..rule(
+                "apiextensions.k8s.io",
+                vec!["customresourcedefinitions".into()],
+                &["get", "create", "patch"],
+                None,
+            )
+        },
     ]
 }
 
@@ -691,6 +699,30 @@ spec:
         assert_eq!(crd[0].namespace, None);
         assert!(!crd[0].verbs.contains(&"delete"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn metacontroller_mode_may_install_only_metacontrollers_crds() {
+        let rules = metacontroller_rules();
+        let crd = find(&rules, "apiextensions.k8s.io", "customresourcedefinitions");
+        assert_eq!(crd.len(), 1);
+        assert_eq!(
+            crd[0].resource_names,
+            [
+                "compositecontrollers.metacontroller.k8s.io",
+                "decoratorcontrollers.metacontroller.k8s.io"
+            ]
+        );
+        // Every document of the CRDs ork installs is one of those names.
+        let installed: Vec<String> = crate::metacontroller::CRDS
+            .split("\n---\n")
+            .filter_map(|d| {
+                d.lines()
+                    .find_map(|l| l.trim().strip_prefix("name: "))
+                    .map(str::to_string)
+            })
+            .collect();
+        assert_eq!(installed, crd[0].resource_names);
     }
 
     #[test]

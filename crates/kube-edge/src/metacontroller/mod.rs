@@ -34,7 +34,12 @@ struct Running {
 }
 
 /// Metacontroller's CRDs, installed when absent.
-const CRDS: &str = include_str!("crds.yaml");
+pub(crate) const CRDS: &str = include_str!("crds.yaml");
+/// The CRDs of [`CRDS`], by name: all that `--metacontroller` may install (SPEC §11).
+pub(crate) const CRD_NAMES: [&str; 2] = [
+    "compositecontrollers.metacontroller.k8s.io",
+    "decoratorcontrollers.metacontroller.k8s.io",
+];
 
 /// Where the controllers come from.
 #[derive(Debug, Clone)]
