@@ -200,3 +200,50 @@ spec:
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// Finding L4 of issue 47: an expectation's `timeout` did not bound its command (5 s passed
+/// after 40 s), and only the direct child was killed.
+#[test]
+fn a_command_is_bounded_by_its_expectations_timeout_with_everything_it_started() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("ork-e2e-hang-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let pidfile = dir.join("background.pid");
+    let _ = std::fs::remove_file(&pidfile);
+    let spec = format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: E2E
+metadata: {{name: hang}}
+spec:
+  expect:
+    - name: A command that hangs
+      timeout: 2s
+      commands:
+        - run: "sleep 300 & echo $! > {pid}; sleep 300"
+"#,
+        pid = pidfile.display()
+    );
+    std::fs::write(dir.join("e2e.yaml"), spec)?;
+    let (out, text) = ork(&dir, &["e2e"])?;
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("still running at the expectation's timeout"),
+        "{text}"
+    );
+    let pid = std::fs::read_to_string(&pidfile)?;
+    let pid = pid.trim();
+    ensure!(!pid.is_empty(), "the command wrote its background pid");
+    // Killed with its group; reaped by whoever adopted it, or a zombie for a moment.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false)
+    };
+    let mut tries = 0;
+    while alive() && tries < 50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        tries += 1;
+    }
+    ensure!(!alive(), "the command's background sleep {pid} outlived it");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

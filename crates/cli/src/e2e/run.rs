@@ -19,6 +19,8 @@ use crate::output::say;
 
 const POLL: Duration = Duration::from_secs(2);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an `onFailure` command may run.
+const DIAGNOSTIC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where commands run and what they inherit.
 pub struct Shell {
@@ -435,9 +437,17 @@ async fn expectation(cluster: &Cluster, shell: &Shell, exp: &Expectation) -> Cas
                     mutate(cluster, k, &exp.dir).await?;
                     mutated = true;
                 }
-                checks(cluster, shell, exp).await
-            }
-            .await;
+                checks(cluster, shell, exp, deadline).await
+            };
+            // The timeout bounds everything the expectation does, a hung command too.
+            let res = tokio::time::timeout_at(deadline.into(), res)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(anyhow!(
+                        "still running when its timeout ({}s) passed; stopped",
+                        limit.as_secs()
+                    ))
+                });
             match res {
                 Ok(()) => return Ok(()),
                 Err(e) if Instant::now() >= deadline => {
@@ -543,12 +553,7 @@ async fn apply(cluster: &Cluster, a: &super::spec::Apply, dir: &Path) -> Result<
                 .await
         }
         (None, Some(text)) => {
-            let tmp = std::env::temp_dir().join(format!(
-                "ork-e2e-inline-{}-{}.yaml",
-                std::process::id(),
-                INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ));
-            std::fs::write(&tmp, text)?;
+            let tmp = private_temp_file(text)?;
             let res = cluster.apply_file(&tmp, a.namespace.as_deref()).await;
             let _ = std::fs::remove_file(&tmp);
             res
@@ -559,10 +564,51 @@ async fn apply(cluster: &Cluster, a: &super::spec::Apply, dir: &Path) -> Result<
 
 static INLINE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// `text` in a new file of the temp folder that only this user can read, made under a name no
+/// one can plant beforehand: created new (never an existing file), never through a symbolic
+/// link (finding L4: a predictable name was written through a planted symlink).
+fn private_temp_file(text: &str) -> Result<std::path::PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    for _ in 0..16 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "ork-e2e-inline-{}-{}-{nanos:08x}.yaml",
+            std::process::id(),
+            INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                file.write_all(text.as_bytes())?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(anyhow!("writing {}: {e}", path.display())),
+        }
+    }
+    bail!(
+        "no new private file could be made in {}",
+        std::env::temp_dir().display()
+    )
+}
+
 /// Every assertion of an expectation, in Orkestra's order: commands, kubectl, resources.
-async fn checks(cluster: &Cluster, shell: &Shell, exp: &Expectation) -> Result<()> {
+async fn checks(
+    cluster: &Cluster,
+    shell: &Shell,
+    exp: &Expectation,
+    deadline: Instant,
+) -> Result<()> {
     for c in &exp.commands {
-        let (code, out) = command(shell, &c.run, &exp.dir).await?;
+        let (code, out) = command(shell, &c.run, &exp.dir, deadline).await?;
         if code != c.exit_code {
             bail!(
                 "command {:?}: expected exit code {}, found {code}\noutput: {}",
@@ -769,20 +815,50 @@ async fn resource(cluster: &Cluster, r: &ResourceCheck) -> Result<()> {
     Ok(())
 }
 
-/// `sh -c RUN` in `dir`; exit code and combined output.
-async fn command(shell: &Shell, run: &str, dir: &Path) -> Result<(i32, String)> {
+/// `sh -c RUN` in `dir`, in a process group of its own, until `deadline`; exit code and
+/// combined output. When it ends, or the deadline passes, or the run is dropped, the whole
+/// group is killed: nothing it started outlives it (finding L4: only `sh` was killed).
+async fn command(shell: &Shell, run: &str, dir: &Path, deadline: Instant) -> Result<(i32, String)> {
     let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c").arg(run).current_dir(dir).kill_on_drop(true);
+    cmd.arg("-c")
+        .arg(run)
+        .current_dir(dir)
+        .kill_on_drop(true)
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     if let Some(k) = &shell.kubeconfig {
         cmd.env("KUBECONFIG", k);
     }
-    let out = cmd
-        .output()
+    let child = cmd.spawn().map_err(|e| anyhow!("running {run:?}: {e}"))?;
+    let _group = child.id().map(ProcessGroup);
+    let out = tokio::time::timeout_at(deadline.into(), child.wait_with_output())
         .await
+        .map_err(|_| {
+            anyhow!(
+                "command {run:?}: still running at the expectation's timeout; it and everything it started were killed"
+            )
+        })?
         .map_err(|e| anyhow!("running {run:?}: {e}"))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok((out.status.code().unwrap_or(-1), text))
+}
+
+/// A command's process group, killed when dropped.
+struct ProcessGroup(u32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(pid) = i32::try_from(self.0)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            // Gone already (ESRCH) is what it should be.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 /// `onFailure`: every get, describe, events and logs it names, and its commands, as text;
@@ -900,13 +976,15 @@ async fn diagnostics(cluster: &Cluster, shell: &Shell, of: &OnFailure, dir: &Pat
         }
     }
     for c in &of.commands {
-        let body = command(shell, c, dir).await.map(|(code, text)| {
-            if code == 0 {
-                text
-            } else {
-                format!("{text}(exit code {code})")
-            }
-        });
+        let body = command(shell, c, dir, Instant::now() + DIAGNOSTIC_TIMEOUT)
+            .await
+            .map(|(code, text)| {
+                if code == 0 {
+                    text
+                } else {
+                    format!("{text}(exit code {code})")
+                }
+            });
         section(format!("$ {c}"), body);
     }
     out
