@@ -53,7 +53,7 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
     };
     match rt.block_on(run(args)) {
         Ok((text, ready)) => {
-            print!("{text}");
+            print!("{}", shown_safely(&text));
             if ready {
                 ExitCode::SUCCESS
             } else {
@@ -98,6 +98,13 @@ async fn run(args: ExplainArgs) -> Result<(String, bool)> {
         .get(&name)
         .await
         .with_context(|| format!("reading {}/{name}", resource.kind))?;
+    if token.is_some()
+        && let Some(host) = plain_http_remote_host(&server)
+    {
+        eprintln!(
+            "ork explain: warning: sending your bearer token over plain http:// to {host}, which is not loopback: anyone on the way can read it and act as you. Use `kubectl port-forward` and --server http://127.0.0.1:PORT, or https://"
+        );
+    }
     let http = reqwest::Client::builder()
         .build()
         .context("an HTTP client")?;
@@ -333,6 +340,71 @@ fn text(v: &Value) -> String {
         Value::Null => "-".into(),
         other => other.to_string(),
     }
+}
+
+/// The host of `server` when it is plain `http://` to a host that is not loopback: a token sent
+/// there crosses the network readable (finding L8 of issue 47).
+fn plain_http_remote_host(server: &str) -> Option<String> {
+    let url = reqwest::Url::parse(server).ok()?;
+    if url.scheme() != "http" {
+        return None;
+    }
+    let host = url.host_str()?;
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then(|| host.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_over_plain_http_to_another_host_is_named() {
+        for server in ["http://10.0.0.7:8080", "http://ork.example:8080/"] {
+            assert!(plain_http_remote_host(server).is_some(), "{server}");
+        }
+        for server in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080",
+            "http://[::1]:8080",
+            "https://ork.example:8443",
+        ] {
+            assert_eq!(plain_http_remote_host(server), None, "{server}");
+        }
+    }
+
+    #[test]
+    fn characters_that_reorder_a_terminal_line_are_shown_not_obeyed() {
+        let shown = shown_safely("error: \u{202E}txt.exe\u{2066}ok\u{200B}");
+        assert_eq!(shown, "error: <U+202E>txt.exe<U+2066>ok<U+200B>");
+        assert!(matches!(
+            shown_safely("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+}
+
+/// `text` with the characters that reorder or hide what a terminal shows (bidirectional
+/// overrides and isolates, zero-width marks) written as `<U+202E>`: service text in a record
+/// cannot make explain's output read other than it is.
+fn shown_safely(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200B}'..='\u{200F}' | '\u{061C}' | '\u{FEFF}');
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            let _ = write!(out, "<U+{:04X}>", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Writes the last exchange in `ork simulate --replay` format and the CR beside it.
