@@ -358,36 +358,6 @@ fn plain_http_remote_host(server: &str) -> Option<String> {
     (!loopback).then(|| host.to_string())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_token_over_plain_http_to_another_host_is_named() {
-        for server in ["http://10.0.0.7:8080", "http://ork.example:8080/"] {
-            assert!(plain_http_remote_host(server).is_some(), "{server}");
-        }
-        for server in [
-            "http://127.0.0.1:8080",
-            "http://localhost:8080",
-            "http://[::1]:8080",
-            "https://ork.example:8443",
-        ] {
-            assert_eq!(plain_http_remote_host(server), None, "{server}");
-        }
-    }
-
-    #[test]
-    fn characters_that_reorder_a_terminal_line_are_shown_not_obeyed() {
-        let shown = shown_safely("error: \u{202E}txt.exe\u{2066}ok\u{200B}");
-        assert_eq!(shown, "error: <U+202E>txt.exe<U+2066>ok<U+200B>");
-        assert!(matches!(
-            shown_safely("plain é"),
-            std::borrow::Cow::Borrowed(_)
-        ));
-    }
-}
-
 /// `text` with the characters that reorder or hide what a terminal shows (bidirectional
 /// overrides and isolates, zero-width marks) written as `<U+202E>`: service text in a record
 /// cannot make explain's output read other than it is.
@@ -452,4 +422,34 @@ fn save(dir: &std::path::Path, cr: &DynamicObject, record: &Value) -> Result<()>
         }
     }
     write("cr.json", &plain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_over_plain_http_to_another_host_is_named() {
+        for server in ["http://10.0.0.7:8080", "http://ork.example:8080/"] {
+            assert!(plain_http_remote_host(server).is_some(), "{server}");
+        }
+        for server in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080",
+            "http://[::1]:8080",
+            "https://ork.example:8443",
+        ] {
+            assert_eq!(plain_http_remote_host(server), None, "{server}");
+        }
+    }
+
+    #[test]
+    fn characters_that_reorder_a_terminal_line_are_shown_not_obeyed() {
+        let shown = shown_safely("error: \u{202E}txt.exe\u{2066}ok\u{200B}");
+        assert_eq!(shown, "error: <U+202E>txt.exe<U+2066>ok<U+200B>");
+        assert!(matches!(
+            shown_safely("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }
