@@ -27,7 +27,18 @@ impl Redactor {
                 self.secrets.push(escaped.to_string());
             }
         }
+        // Nor the literal alone: a service that echoes headers percent-encoded, or base64'd (a
+        // Basic header, a debug dump), shows the secret in those forms, at any offset.
+        let encoded = percent_encoded(secret);
+        if encoded != secret {
+            self.secrets.push(encoded);
+        }
+        for alphabet in [STANDARD, URL_SAFE] {
+            self.secrets
+                .extend(base64_cores(secret.as_bytes(), alphabet));
+        }
         self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        self.secrets.dedup();
     }
 
     pub(crate) fn redact(&self, text: &str) -> String {
@@ -48,9 +59,81 @@ impl Redactor {
     }
 }
 
+const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64 of `bytes`, without padding.
+fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
+        for i in 0..=chunk.len() {
+            out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+    }
+    out
+}
+
+/// The parts of `secret`'s base64 that are the same wherever it sits in a longer text: for each
+/// of the three alignments, the characters that depend on the secret's bytes alone. Secrets too
+/// short to leave 8 such characters are left to the literal forms.
+fn base64_cores(secret: &[u8], alphabet: &[u8; 64]) -> Vec<String> {
+    let mut out = Vec::new();
+    for offset in 0..3usize {
+        let mut padded = vec![0u8; offset];
+        padded.extend_from_slice(secret);
+        let text = base64(&padded, alphabet);
+        // Characters touching the `offset` bytes before, or the bytes after, depend on them.
+        let skip = (offset * 8).div_ceil(6);
+        let whole = padded.len() / 3 * 4;
+        let end = whole.min(text.len());
+        if end > skip && end - skip >= 8 {
+            out.push(text[skip..end].to_string());
+        }
+    }
+    out
+}
+
+/// `secret` percent-encoded as a URL query value would carry it.
+fn percent_encoded(secret: &str) -> String {
+    let mut out = String::with_capacity(secret.len());
+    for b in secret.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Informational finding of issue 47: redaction matched the literal credential only.
+    #[test]
+    fn a_secret_is_redacted_base64d_at_any_offset_and_percent_encoded() {
+        let secret = "tok/en+s3cret=value";
+        let mut r = Redactor::default();
+        r.add(secret);
+        for prefix in ["", "u", "us", "user:"] {
+            for alphabet in [STANDARD, URL_SAFE] {
+                let echoed = base64(format!("{prefix}{secret}").as_bytes(), alphabet);
+                let shown = r.redact(&format!("Basic {echoed}"));
+                assert!(shown.contains(REDACTED), "{prefix:?}: {shown}");
+                // What is left is too short to carry the secret.
+                let left = shown.replace(REDACTED, "").replace("Basic ", "");
+                assert!(left.len() <= 8, "{prefix:?}: {shown}");
+            }
+        }
+        assert_eq!(
+            r.redact("GET /r?t=tok%2Fen%2Bs3cret%3Dvalue"),
+            format!("GET /r?t={REDACTED}")
+        );
+        assert_eq!(base64(b"Man", STANDARD), "TWFu");
+        assert_eq!(base64(b"Ma", STANDARD), "TWE");
+    }
 
     #[test]
     fn secrets_are_redacted_before_and_after_cleaning_and_never_half_cut() {
