@@ -34,7 +34,8 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     if !print_report(&report, &args.output) {
         return ExitCode::FAILURE;
     }
-    if report.failed || !report.steady {
+    // A replay ends with its recording: not steady, and not a failure of its own.
+    if report.failed || (!report.steady && report.replay_ended.is_none()) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -287,6 +288,12 @@ pub fn render_text(report: &Report) -> String {
         .cycles
         .last()
         .is_some_and(|c| !c.changes.iter().any(Change::is_state));
+    if let Some(recorded) = report.replay_ended {
+        out.push_str(&format!(
+            "the recording ends after {recorded} exchange(s): the replay stops here\n"
+        ));
+        return out;
+    }
     out.push_str(&match (report.steady, report.failed, last_quiet) {
         (true, false, _) => {
             format!("steady after {cycles}: two cycles in a row changed nothing\n")
@@ -342,6 +349,7 @@ mod tests {
             objects: Default::default(),
             crs: Default::default(),
             ork_time: Default::default(),
+            replay_ended: None,
         }
     }
 

@@ -77,15 +77,19 @@ impl Tap {
         }
     }
 
-    fn next_file(&self) -> PathBuf {
+    fn next_file(&self) -> (usize, PathBuf) {
         let n = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        self.dir.join(format!("{n:04}.json"))
+        (n, self.dir.join(format!("{n:04}.json")))
     }
 
     /// The recorded answer to this request (in call order).
     fn answer(&self, request: &[u8]) -> Result<Vec<u8>, ReplayError> {
-        let file = self.next_file();
+        let (n, file) = self.next_file();
         let shown = file.display().to_string();
+        if n > 1 && !file.exists() && self.dir.join(format!("{:04}.json", n - 1)).exists() {
+            // Not a missing file: every exchange there is was replayed.
+            return Err(ReplayError::Exhausted { recorded: n - 1 });
+        }
         let text = std::fs::read_to_string(&file).map_err(|e| ReplayError::Missing {
             file: shown.clone(),
             reason: e.to_string(),
@@ -110,6 +114,9 @@ impl Tap {
             });
         }
         if let Some(error) = saved["error"].as_str() {
+            // A record saved from a CR's condition (`ork explain --save`) carries the prefix
+            // the replayed failure gets again.
+            let error = error.strip_prefix("remote reconciler: ").unwrap_or(error);
             return Err(ReplayError::Recorded(error.to_string()));
         }
         Ok(match &saved["response"] {
@@ -128,12 +135,47 @@ impl Tap {
             },
             Err(e) => json!({"request": request, "error": e.to_string()}),
         };
-        let file = self.next_file();
+        let (_, file) = self.next_file();
         if let Err(e) = std::fs::write(
             &file,
             serde_json::to_string_pretty(&entry).unwrap_or_default(),
         ) {
             tracing::warn!(file = %file.display(), error = %e, "cannot record the call");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 46 (6): an exchange saved by `ork explain --save` replayed with a doubled
+    /// `remote reconciler:` prefix, and the retry of cycle 2 failed on "No such file".
+    #[test]
+    fn a_saved_failure_replays_as_it_was_and_the_recording_then_ends() {
+        let dir = std::env::temp_dir().join(format!("ork-tap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let saved = json!({"request": {"key": "ns/web"},
+            "error": "remote reconciler: POST http://127.0.0.1:1/r: unexpected status 500"});
+        std::fs::write(dir.join("0001.json"), saved.to_string()).expect("write");
+        let tap = Tap::replay(dir.clone());
+        let request = json!({"key": "ns/web"}).to_string().into_bytes();
+        match tap.answer(&request) {
+            Err(ReplayError::Recorded(e)) => {
+                assert_eq!(e, "POST http://127.0.0.1:1/r: unexpected status 500");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            tap.answer(&request),
+            Err(ReplayError::Exhausted { recorded: 1 })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        // An empty folder is a missing recording, not an ended one.
+        let empty = Tap::replay(dir);
+        assert!(matches!(
+            empty.answer(&request),
+            Err(ReplayError::Missing { .. })
+        ));
     }
 }

@@ -41,6 +41,9 @@ pub enum CallFailed {
 pub enum ReplayError {
     #[error("replay: {file}: {reason} (was the run recorded with the same CRs?)")]
     Missing { file: String, reason: String },
+    /// Every recorded exchange was replayed: the recording ends here.
+    #[error("replay: the recording ends after {recorded} exchange(s)")]
+    Exhausted { recorded: usize },
     #[error("replay: {file}: {reason}")]
     Unreadable { file: String, reason: String },
     #[error("replay: {file} answered {then:?}, but this call is for {now:?}")]

@@ -13,6 +13,8 @@ use ork_katalog::Katalog;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::error::ReconcileError;
+use crate::ports::{CallFailed, ReplayError};
 use crate::process::Process;
 use crate::reconcile::Success;
 
@@ -70,6 +72,9 @@ pub struct Report {
     /// ork's own time: the whole run minus the time spent in the service.
     #[serde(skip)]
     pub ork_time: Duration,
+    /// With `--replay`: the recording ended after this many exchanges, and the run with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_ended: Option<usize>,
 }
 
 /// What is in the cluster before the first cycle.
@@ -129,6 +134,7 @@ pub async fn simulate_given(
     let mut cycles = Vec::new();
     let mut quiet = 0;
     let mut failed = false;
+    let mut replay_ended = None;
     for cycle in 1..=options.cycles.max(1) {
         let mut calls = Vec::new();
         for (name, sim) in &mut entries {
@@ -140,6 +146,13 @@ pub async fn simulate_given(
                 let ran = sim.run(key.clone(), reason).await;
                 let (result, called, reason) = match ran {
                     None => continue,
+                    Some(Err(ReconcileError::CallFailed(CallFailed::Replay(
+                        ReplayError::Exhausted { recorded },
+                    )))) => {
+                        // The recording is over: not a failure of the service's or ork's.
+                        replay_ended = Some(recorded);
+                        continue;
+                    }
                     Some(Ok(Success::Gated(why))) => (format!("gated: {why}"), false, None),
                     Some(Ok(_)) => ("ok".to_string(), true, None),
                     Some(Err(e)) => {
@@ -171,7 +184,7 @@ pub async fn simulate_given(
             changes,
         });
         quiet = if moved { 0 } else { quiet + 1 };
-        if quiet >= 2 {
+        if quiet >= 2 || replay_ended.is_some() {
             break;
         }
     }
@@ -198,6 +211,7 @@ pub async fn simulate_given(
         cycles,
         steady: quiet >= 2,
         failed,
+        replay_ended,
         objects,
         crs,
         ork_time: started.elapsed().saturating_sub(service),
