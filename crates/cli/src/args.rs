@@ -61,9 +61,9 @@ pub struct RunArgs {
     /// listener.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub http_idle_timeout: std::time::Duration,
-    /// Serve /katalog without a token to callers on loopback (local development). Otherwise a
-    /// caller needs a bearer token of a user the API server allows to list the entry's CRs;
-    /// note that `kubectl port-forward` traffic arrives on the pod's loopback.
+    /// Serve /katalog and /status without a token to callers on loopback (local development).
+    /// Otherwise a caller needs a bearer token of a user the API server allows to list the
+    /// entry's CRs; note that `kubectl port-forward` traffic arrives on the pod's loopback.
     #[arg(long, env = "ORK_UNAUTHENTICATED_LOOPBACK", value_parser = clap::builder::BoolishValueParser::new())]
     pub unauthenticated_loopback: bool,
     /// Reconcile only while holding the Lease `orkestra-konductor` in ork's namespace.
