@@ -41,12 +41,29 @@ pub struct RunArgs {
     /// (libraries stay quiet; `RUST_LOG` overrides both).
     #[arg(long, env = "ORK_LOG_LEVEL", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: String,
-    /// Address of /healthz, /readyz, /metrics and /katalog (`none` to serve nothing).
+    /// Address of the inspector: /katalog and the status page /status, for callers the API
+    /// server allows to read the CRs (`none` to serve neither).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http_addr: String,
-    /// Serve /katalog without a token to callers on loopback (local development). Otherwise a
-    /// caller needs a bearer token of a user the API server allows to list the entry's CRs;
-    /// note that `kubectl port-forward` traffic arrives on the pod's loopback.
+    /// Address of /healthz, /readyz and /metrics, open to any caller, on a listener of their
+    /// own so that the inspector's callers cannot starve the probes (`none` to serve them
+    /// nowhere).
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub probe_addr: String,
+    /// Connections the inspector's listener holds at once; the next are closed at once (the
+    /// probes' listener holds 64 of its own).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub http_max_connections: u32,
+    /// How long a client may take to send a request's headers, on either listener.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub http_header_timeout: std::time::Duration,
+    /// How long a connection may stay without a byte either way before it is closed, on either
+    /// listener.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub http_idle_timeout: std::time::Duration,
+    /// Serve /katalog and /status without a token to callers on loopback (local development).
+    /// Otherwise a caller needs a bearer token of a user the API server allows to list the
+    /// entry's CRs; note that `kubectl port-forward` traffic arrives on the pod's loopback.
     #[arg(long, env = "ORK_UNAUTHENTICATED_LOOPBACK", value_parser = clap::builder::BoolishValueParser::new())]
     pub unauthenticated_loopback: bool,
     /// Reconcile only while holding the Lease `orkestra-konductor` in ork's namespace.

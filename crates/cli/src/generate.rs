@@ -386,8 +386,11 @@ fn documents(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The HTTP port of the container: probes, metrics, `/katalog`.
+/// The inspector's port of the container: `/katalog`, `/status`.
 const HTTP_PORT: u16 = 8080;
+/// The probes' port of the container: `/healthz`, `/readyz`, `/metrics`, apart from the
+/// inspector's so that its callers cannot starve the kubelet's probes.
+const PROBE_PORT: u16 = 8081;
 
 /// The workload's settings that a chart user may change, with the defaults the bundle uses.
 fn resources() -> Value {
@@ -410,7 +413,7 @@ fn container_security_context() -> Value {
 }
 
 fn probes() -> Value {
-    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10, "failureThreshold": 3});
+    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "probes"}, "periodSeconds": 10, "failureThreshold": 3});
     json!({"liveness": probe("/healthz"), "readiness": probe("/readyz")})
 }
 
@@ -491,13 +494,17 @@ pub fn bundle_objects(
                         "args": [
                             "run", "-k", format!("{MOUNT}/katalog.yaml"), work,
                             "--no-dev-files",
-                            format!("--http-addr=0.0.0.0:{HTTP_PORT}"), "--log-json", "--shutdown-grace=20s",
+                            format!("--http-addr=0.0.0.0:{HTTP_PORT}"), format!("--probe-addr=0.0.0.0:{PROBE_PORT}"),
+                            "--log-json", "--shutdown-grace=20s",
                         ],
                         "env": [
                             {"name": "ORK_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                         ],
-                        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+                        "ports": [
+                            {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
+                            {"name": "probes", "containerPort": PROBE_PORT, "protocol": "TCP"},
+                        ],
                         "livenessProbe": probes["liveness"],
                         "readinessProbe": probes["readiness"],
                         "resources": resources(),
@@ -514,7 +521,10 @@ pub fn bundle_objects(
         "metadata": {"name": format!("{}-metrics", names.name), "namespace": ns, "labels": labels()},
         "spec": {
             "selector": {"app.kubernetes.io/name": "ork"},
-            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
+            "ports": [
+                {"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"},
+                {"name": "probes", "port": PROBE_PORT, "targetPort": "probes", "protocol": "TCP"},
+            ],
         },
     }));
     Ok(docs)
@@ -616,7 +626,7 @@ pub fn values_document(
         ("probes", "", probes()),
         (
             "metrics",
-            "A Service in front of the HTTP port (/metrics, /healthz, /readyz, /katalog).",
+            "A Service in front of the probes' port 8081 (/metrics, /healthz, /readyz: open) and the\n# inspector's port 8080 (/katalog, /status: for callers who may read the CRs).",
             json!({"service": true}),
         ),
         (

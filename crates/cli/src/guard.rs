@@ -2,26 +2,21 @@
 //! bearer token (or the status page's cookie holding one) the API server authenticates and
 //! allows to read the CRs concerned (SPEC §11, §14).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::extract::FromRef;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use kube::Client;
 use ork_kube::Runtime;
-use ork_kube::access::{Access, ReadCheck, review};
+use ork_kube::access::{Access, ReadCheck, Reviewer};
 
-/// Who may read `/katalog`.
+/// Who may read `/katalog` and `/status`.
 #[derive(Clone)]
 pub struct Guard {
     /// Asks the API server (TokenReview, SubjectAccessReview); `None` serves nobody.
-    pub client: Option<Client>,
+    pub reviewer: Option<Reviewer>,
     /// Callers on loopback need no token (`--unauthenticated-loopback`, local development).
     pub loopback_open: bool,
-    /// Entry → the CRs a reader must be allowed to list.
-    pub entries: Arc<BTreeMap<String, ReadCheck>>,
 }
 
 #[derive(Clone)]
@@ -39,13 +34,15 @@ impl FromRef<AppState> for Runtime {
 /// The cookie that holds a browser's token.
 pub(crate) const COOKIE: &str = "ork_token";
 
-/// The token a request carries: its bearer token, else the status page's cookie.
+/// The token a request carries: its bearer token (the scheme in any case, as RFC 9110 has
+/// it), else the status page's cookie.
 pub(crate) fn token_of(headers: &HeaderMap) -> Option<String> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(|v| v.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
         .filter(|t| !t.is_empty());
     if let Some(t) = bearer {
         return Some(t.to_string());
@@ -60,24 +57,18 @@ pub(crate) fn token_of(headers: &HeaderMap) -> Option<String> {
         .find(|t| !t.is_empty())
 }
 
-impl Guard {
-    /// `Ok` when the caller may read what `entries` name; else the response to send (401
-    /// without a usable token, 403 when the API server says no, 503 when it cannot be asked).
-    /// The token is never logged nor echoed.
-    pub(crate) async fn admit<'a>(
-        &self,
-        peer: SocketAddr,
-        headers: &HeaderMap,
-        entries: impl Iterator<Item = &'a String>,
-    ) -> Result<(), Response> {
-        let checks: Vec<ReadCheck> = entries
-            .filter_map(|e| self.entries.get(e).cloned())
-            .collect();
-        self.admit_for(peer, headers, &checks).await
-    }
+/// What a reader of `entry` must be allowed (`list` on its CRs), while the runtime serves it:
+/// a Katalog entry or a Metacontroller controller's, as they are now.
+pub(crate) fn entry_check(runtime: &Runtime, entry: &str) -> Option<ReadCheck> {
+    runtime.config(entry).map(|e| ReadCheck::list_of(&e))
+}
 
-    /// [`Guard::admit`] for what `checks` name.
-    pub(crate) async fn admit_for(
+impl Guard {
+    /// `Ok` when the caller may read what `checks` name (never when they name nothing); else
+    /// the response to send: 401 without a usable token, 403 when the API server says no (or
+    /// there is nothing to check), 429 when the caller's address presented too many refused
+    /// tokens, 503 when the API server cannot be asked. The token is never logged nor echoed.
+    pub(crate) async fn admit(
         &self,
         peer: SocketAddr,
         headers: &HeaderMap,
@@ -97,14 +88,26 @@ impl Guard {
         let Some(token) = token_of(headers) else {
             return Err(unauthorized());
         };
-        let Some(client) = &self.client else {
+        let Some(reviewer) = &self.reviewer else {
             return Err(unauthorized());
         };
-        match review(client, &token, checks).await {
+        match reviewer.review(peer.ip(), &token, checks).await {
             Ok(Access::Allowed) => Ok(()),
             Ok(Access::Unauthenticated) => Err(unauthorized()),
             Ok(Access::Forbidden { user, what }) => {
                 Err((StatusCode::FORBIDDEN, format!("{user} may not {what}\n")).into_response())
+            }
+            Ok(Access::Throttled { retry_after }) => {
+                let secs = retry_after.as_secs_f64().ceil().max(1.0);
+                let mut resp = (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many refused tokens from this address; try again later\n",
+                )
+                    .into_response();
+                if let Ok(v) = HeaderValue::from_str(&format!("{secs}")) {
+                    resp.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                Err(resp)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot ask the API server who reads /katalog");
@@ -114,6 +117,22 @@ impl Guard {
                 )
                     .into_response())
             }
+        }
+    }
+
+    /// The answer about an entry the runtime does not serve: `not_found` for a caller the API
+    /// server authenticates (or an open loopback), else the refusal an unauthenticated caller
+    /// gets for any entry, so that entry names are not told to the network.
+    pub(crate) async fn unknown(
+        &self,
+        peer: SocketAddr,
+        headers: &HeaderMap,
+        not_found: Response,
+    ) -> Response {
+        match self.admit(peer, headers, &[]).await {
+            Ok(()) => not_found,
+            Err(refused) if refused.status() == StatusCode::FORBIDDEN => not_found,
+            Err(refused) => refused,
         }
     }
 }
@@ -137,13 +156,21 @@ mod tests {
             HeaderValue::from_static("Bearer xyz"),
         );
         assert_eq!(token_of(&h).as_deref(), Some("xyz"));
+        for (header, token) in [
+            ("bearer lower", Some("lower")),
+            ("BEARER  upper ", Some("upper")),
+            ("Basic dXNlcg==", Some("t0k")),
+            ("Bearer", Some("t0k")),
+        ] {
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(header));
+            assert_eq!(token_of(&h).as_deref(), token, "{header}");
+        }
     }
 
     fn guard(loopback_open: bool) -> Guard {
         Guard {
-            client: None,
+            reviewer: None,
             loopback_open,
-            entries: Arc::default(),
         }
     }
 
@@ -152,18 +179,9 @@ mod tests {
         let local: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
         let remote: SocketAddr = "10.1.2.3:5000".parse().expect("addr");
         let none = HeaderMap::new();
-        let entries: Vec<String> = Vec::new();
-        assert!(
-            guard(true)
-                .admit(local, &none, entries.iter())
-                .await
-                .is_ok()
-        );
+        assert!(guard(true).admit(local, &none, &[]).await.is_ok());
         for (g, peer) in [(guard(false), local), (guard(true), remote)] {
-            let refused = g
-                .admit(peer, &none, entries.iter())
-                .await
-                .expect_err("no token");
+            let refused = g.admit(peer, &none, &[]).await.expect_err("no token");
             assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
         }
     }

@@ -1,31 +1,43 @@
-//! ork's HTTP endpoints on one port: `/healthz`, `/readyz`, `/metrics` (open, as probes and
-//! scrapers expect); `/katalog`, `/katalog/{entry}`, `/katalog/{entry}/health` and
-//! `/katalog/{entry}/objects` (only for a caller the API server allows to list the CRs
-//! concerned, SPEC §11: they carry the CRs' health and service text);
-//! `/katalog/{entry}/objects/{ns}/{name}` (one CR's flight recorder, for a caller who may get
-//! that CR, SPEC §14); and the status page, `/status…` ([`crate::status_page`]).
+//! ork's HTTP endpoints, on two listeners ([`crate::listener`]):
+//! - the probes' (`--probe-addr`): `/healthz`, `/readyz`, `/metrics`, open, as probes and
+//!   scrapers expect (counts, never a credential);
+//! - the inspector's (`--http-addr`): `/katalog`, `/katalog/{entry}`, `/katalog/{entry}/health`
+//!   and `/katalog/{entry}/objects` (only for a caller the API server allows to list the CRs
+//!   concerned, SPEC §11: they carry the CRs' health and service text);
+//!   `/katalog/{entry}/objects/{ns}/{name}` (one CR's flight recorder, for a caller who may get
+//!   that CR, SPEC §14); and the status page, `/status…` ([`crate::status_page`]). Every
+//!   answer there forbids framing and content sniffing.
+//!
+//! Entries are the runtime's as they are at each request: the Katalog's and Metacontroller
+//! controllers' alike.
 
 use std::net::SocketAddr;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use ork_kube::Runtime;
+use ork_kube::access::ReadCheck;
 
 use crate::guard::AppState;
 pub use crate::guard::Guard;
+use crate::listener::Limits;
 
-/// Binds `addr` and serves until the process ends.
-///
-/// # Errors
-/// The address cannot be bound.
-pub async fn serve(addr: SocketAddr, runtime: Runtime, guard: Guard) -> std::io::Result<()> {
-    let app = Router::new()
+/// The probes' and scrapers' endpoints.
+pub fn probes(runtime: Runtime) -> Router {
+    Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .with_state(runtime)
+        .layer(axum::middleware::map_response(hardened))
+}
+
+/// The inspector: `/katalog…` and the status page.
+pub fn inspector(runtime: Runtime, guard: Guard) -> Router {
+    Router::new()
         .route("/katalog", get(katalog))
         .route("/katalog/{entry}", get(entry_report))
         .route("/katalog/{entry}/health", get(entry_health))
@@ -35,23 +47,55 @@ pub async fn serve(addr: SocketAddr, runtime: Runtime, guard: Guard) -> std::io:
         .route("/katalog/{entry}/objects/{namespace}/{name}", get(object))
         .route("/katalog/{entry}/cr/{namespace}/{name}", get(object))
         .route("/status", get(crate::status_page::overview))
-        .route(
-            "/status/login",
-            axum::routing::post(crate::status_page::login),
-        )
+        .route("/status/login", post(crate::status_page::login))
+        .route("/status/logout", post(crate::status_page::logout))
         .route("/status/{entry}", get(crate::status_page::entry))
         .route(
             "/status/{entry}/{namespace}/{name}",
             get(crate::status_page::object),
         )
-        .with_state(AppState { runtime, guard });
+        .with_state(AppState { runtime, guard })
+        // Only the sign-in form has a body, a token.
+        .layer(DefaultBodyLimit::max(16 * 1024))
+        .layer(axum::middleware::map_response(hardened))
+}
+
+/// Binds `addr` and serves `app` (`what` its paths, for the log) until the process ends.
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn serve(
+    addr: SocketAddr,
+    what: &'static str,
+    app: Router,
+    limits: Limits,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(addr = %listener.local_addr()?, "serving /healthz /readyz /metrics /katalog");
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .await
+    tracing::info!(addr = %listener.local_addr()?, "serving {what}");
+    crate::listener::serve(listener, app, limits).await;
+    Ok(())
+}
+
+/// Every answer, the 404 of an unknown path included: never framed (clickjacking of the status
+/// page's forms), never sniffed into another type than the one it says, never referred.
+async fn hardened(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    resp
 }
 
 /// Ready once every entry's cache holds its initial list and the API server serves every
@@ -79,20 +123,46 @@ async fn metrics(State(runtime): State<Runtime>) -> Response {
         .into_response()
 }
 
-/// The Katalog's metadata and every entry with its health.
+/// The Katalog's metadata and every entry served now with its health, for a caller who may
+/// list the CRs of every one of them (with no entry, nobody).
 async fn katalog(
     State(AppState { runtime, guard }): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = guard.admit(peer, &headers, guard.entries.keys()).await {
+    let served = runtime.entry_configs();
+    let checks: Vec<ReadCheck> = served.iter().map(|(_, e)| ReadCheck::list_of(e)).collect();
+    if let Err(refused) = guard.admit(peer, &headers, &checks).await {
         return refused;
     }
+    // Only the entries authorized above, even if a controller came meanwhile.
+    let entries: Vec<_> = runtime
+        .entries()
+        .into_iter()
+        .filter(|e| served.iter().any(|(n, _)| *n == e.name))
+        .collect();
     let body = serde_json::json!({
         "metadata": runtime.metadata(),
-        "entries": runtime.entries(),
+        "entries": entries,
     });
     json(StatusCode::OK, &body)
+}
+
+/// `Ok` with the entry's check when the caller may read `entry`; else the response.
+async fn admit_entry(
+    runtime: &Runtime,
+    guard: &Guard,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    entry: &str,
+) -> Result<ReadCheck, Response> {
+    let Some(check) = crate::guard::entry_check(runtime, entry) else {
+        return Err(guard.unknown(peer, headers, no_entry(entry)).await);
+    };
+    guard
+        .admit(peer, headers, std::slice::from_ref(&check))
+        .await?;
+    Ok(check)
 }
 
 /// 200 for healthy, pending and gated; 503 for degraded or not started; 404 for no such entry.
@@ -102,7 +172,7 @@ async fn entry_health(
     headers: HeaderMap,
     Path(entry): Path<String>,
 ) -> Response {
-    if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+    if let Err(refused) = admit_entry(&runtime, &guard, peer, &headers, &entry).await {
         return refused;
     }
     match runtime.entry(&entry) {
@@ -110,11 +180,7 @@ async fn entry_health(
             StatusCode::from_u16(report.status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
             &report,
         ),
-        None => (
-            StatusCode::NOT_FOUND,
-            format!("no entry {entry:?} in the Katalog"),
-        )
-            .into_response(),
+        None => no_entry(&entry),
     }
 }
 
@@ -125,7 +191,7 @@ async fn entry_report(
     headers: HeaderMap,
     Path(entry): Path<String>,
 ) -> Response {
-    if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+    if let Err(refused) = admit_entry(&runtime, &guard, peer, &headers, &entry).await {
         return refused;
     }
     let (Some(config), Some(report)) = (runtime.config(&entry), runtime.entry(&entry)) else {
@@ -144,7 +210,7 @@ async fn objects(
     headers: HeaderMap,
     Path(entry): Path<String>,
 ) -> Response {
-    if let Err(refused) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+    if let Err(refused) = admit_entry(&runtime, &guard, peer, &headers, &entry).await {
         return refused;
     }
     match runtime.inspect(&entry, None).await {
@@ -173,6 +239,8 @@ async fn cluster_object(
     record(state, peer, headers, entry, None, name).await
 }
 
+/// One CR's record, for a caller who may `get` that CR: of a Katalog entry or of a
+/// Metacontroller controller's parent alike.
 async fn record(
     State(AppState { runtime, guard }): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -181,11 +249,11 @@ async fn record(
     namespace: Option<String>,
     name: String,
 ) -> Response {
-    let Some(check) = guard.entries.get(&entry) else {
-        return no_entry(&entry);
+    let Some(check) = crate::guard::entry_check(&runtime, &entry) else {
+        return guard.unknown(peer, &headers, no_entry(&entry)).await;
     };
     let check = check.get(namespace.clone(), &name);
-    if let Err(refused) = guard.admit_for(peer, &headers, &[check]).await {
+    if let Err(refused) = guard.admit(peer, &headers, &[check]).await {
         return refused;
     }
     let key = match &namespace {

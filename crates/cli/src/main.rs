@@ -11,6 +11,7 @@ mod generate;
 mod guard;
 mod http;
 mod junit;
+mod listener;
 mod output;
 mod reference;
 mod retry;

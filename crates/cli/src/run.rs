@@ -1,4 +1,4 @@
-//! `ork run -k FILE`: load the Katalog, connect, serve the HTTP endpoints, (with
+//! `ork run -k FILE`: load the Katalog, connect, serve the probes and the inspector, (with
 //! `--leader-elect`) campaign for the Lease, and run every entry until SIGINT/SIGTERM; then stop
 //! taking work, let in-flight reconciles finish and write what waits on the lanes within
 //! `--shutdown-grace`, release the Lease.
@@ -140,20 +140,33 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
     } else {
         Runtime::new(&katalog, !args.leader_elect)
     };
-    if args.http_addr != "none" {
-        let addr: SocketAddr = args
-            .http_addr
-            .parse()
-            .with_context(|| format!("--http-addr {:?} is not host:port", args.http_addr))?;
-        let runtime = runtime.clone();
-        let guard = crate::http::Guard {
-            client: Some(client.clone()),
-            loopback_open: args.unauthenticated_loopback,
-            entries: std::sync::Arc::new(read_checks(&katalog)),
-        };
+    let limits = |max_connections| crate::listener::Limits {
+        max_connections,
+        header_read: args.http_header_timeout,
+        idle: args.http_idle_timeout,
+        // A request whose body is still coming after this long is a client holding a slot.
+        request: std::time::Duration::from_secs(30).min(args.http_idle_timeout),
+    };
+    if let Some(addr) = listen_addr("--probe-addr", &args.probe_addr)? {
+        let app = crate::http::probes(runtime.clone());
+        let limits = limits(PROBE_CONNECTIONS);
         tokio::spawn(async move {
-            if let Err(e) = crate::http::serve(addr, runtime, guard).await {
-                tracing::error!(%addr, error = %e, "cannot serve the HTTP endpoints");
+            if let Err(e) = crate::http::serve(addr, "/healthz /readyz /metrics", app, limits).await
+            {
+                tracing::error!(%addr, error = %e, "cannot serve the probes");
+            }
+        });
+    }
+    if let Some(addr) = listen_addr("--http-addr", &args.http_addr)? {
+        let guard = crate::http::Guard {
+            reviewer: Some(runtime.reviewer(client.clone())),
+            loopback_open: args.unauthenticated_loopback,
+        };
+        let app = crate::http::inspector(runtime.clone(), guard);
+        let limits = limits(args.http_max_connections as usize);
+        tokio::spawn(async move {
+            if let Err(e) = crate::http::serve(addr, "/katalog /status", app, limits).await {
+                tracing::error!(%addr, error = %e, "cannot serve the inspector");
             }
         });
     }
@@ -340,27 +353,16 @@ fn init_logging(json: bool, level: &str) {
     }
 }
 
-/// For each enabled entry, what a reader of its `/katalog` health must be allowed: `list` on
-/// its CRs, where the entry watches them.
-fn read_checks(
-    katalog: &ork_katalog::Katalog,
-) -> std::collections::BTreeMap<String, ork_kube::access::ReadCheck> {
-    katalog
-        .spec
-        .crds
-        .iter()
-        .filter(|(_, e)| e.enabled)
-        .map(|(name, e)| {
-            (
-                name.clone(),
-                ork_kube::access::ReadCheck {
-                    verb: "list",
-                    group: e.api_types.group.clone(),
-                    resource: e.api_types.plural.clone(),
-                    namespace: e.single_namespace().filter(|_| e.namespaced),
-                    name: None,
-                },
-            )
-        })
-        .collect()
+/// Connections the probes' listener holds at once: probes and a scraper or two need few.
+const PROBE_CONNECTIONS: usize = 64;
+
+/// The address `flag` gives, or `None` for `none`.
+fn listen_addr(flag: &str, value: &str) -> Result<Option<SocketAddr>> {
+    if value == "none" {
+        return Ok(None);
+    }
+    value
+        .parse()
+        .map(Some)
+        .with_context(|| format!("{flag} {value:?} is not host:port"))
 }

@@ -7,7 +7,9 @@
 //!
 //! Authorization is the same as for `/katalog`. A browser that cannot send a bearer token posts
 //! it once to `/status/login`, which keeps it in an `HttpOnly`, `SameSite=Strict` cookie for the
-//! page's path.
+//! page's path (`Secure` behind an HTTPS proxy; ork itself serves plain HTTP, meant for
+//! loopback and `kubectl port-forward`); `/status/logout` forgets it. Both refuse a form another
+//! site posted (`Origin` / `Sec-Fetch-Site`).
 
 use std::fmt::Write as _;
 
@@ -16,31 +18,107 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::guard::{AppState, COOKIE};
+use ork_kube::access::ReadCheck;
+
+use crate::guard::{AppState, COOKIE, entry_check};
 
 #[derive(serde::Deserialize)]
 pub(crate) struct Login {
     token: String,
 }
 
-/// Keeps the posted token in the page's cookie and goes to the overview.
-pub(crate) async fn login(Form(login): Form<Login>) -> Response {
+/// Keeps the posted token in the page's cookie and goes to the overview; only for a form
+/// this page itself posted (login CSRF: another site must not sign a browser in as its own
+/// user).
+pub(crate) async fn login(headers: HeaderMap, Form(login): Form<Login>) -> Response {
+    let Some(origin) = same_origin(&headers) else {
+        return cross_site();
+    };
     let token: String = login
         .token
         .chars()
         .filter(|c| c.is_ascii_graphic())
         .collect();
-    let cookie = format!("{COOKIE}={token}; Path=/status; HttpOnly; SameSite=Strict");
+    see_overview(&cookie(&token, origin.secure, None))
+}
+
+/// Forgets the page's cookie and goes to the overview.
+pub(crate) async fn logout(headers: HeaderMap) -> Response {
+    let Some(origin) = same_origin(&headers) else {
+        return cross_site();
+    };
+    see_overview(&cookie("", origin.secure, Some(0)))
+}
+
+/// The page's cookie holding `token`: never readable by script, never sent by another site's
+/// request, `Secure` when the page was loaded over HTTPS (a TLS proxy in front of ork).
+fn cookie(token: &str, secure: bool, max_age: Option<u32>) -> String {
+    let mut c = format!("{COOKIE}={token}; Path=/status; HttpOnly; SameSite=Strict");
+    if secure {
+        c.push_str("; Secure");
+    }
+    if let Some(age) = max_age {
+        c.push_str(&format!("; Max-Age={age}"));
+    }
+    c
+}
+
+fn see_overview(cookie: &str) -> Response {
     let mut resp = (StatusCode::SEE_OTHER, [(header::LOCATION, "/status")]).into_response();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
+    if let Ok(v) = HeaderValue::from_str(cookie) {
         resp.headers_mut().insert(header::SET_COOKIE, v);
     }
     resp
 }
 
+/// Where a same-origin form was posted from.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct SameOrigin {
+    /// Over HTTPS.
+    pub secure: bool,
+}
+
+/// `Some` when the browser says the form came from this page: `Sec-Fetch-Site: same-origin`,
+/// or an `Origin` whose host and port are the request's `Host`. Without either (another site's
+/// form, or a client that says nothing), `None`.
+pub(crate) fn same_origin(headers: &HeaderMap) -> Option<SameOrigin> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let origin = text("origin").filter(|o| *o != "null");
+    let secure = origin.is_some_and(|o| o.starts_with("https://"))
+        || text("x-forwarded-proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let fetch_site = text("sec-fetch-site");
+    let host = text("host");
+    let origin_matches = match (origin, host) {
+        (Some(origin), Some(host)) => origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .is_some_and(|authority| authority.eq_ignore_ascii_case(host)),
+        _ => false,
+    };
+    // A browser that sends Sec-Fetch-Site is believed over Origin; one that says cross-site
+    // is refused whatever its Origin says.
+    let allowed = match fetch_site {
+        Some(site) => site == "same-origin",
+        None => origin_matches,
+    };
+    allowed.then_some(SameOrigin { secure })
+}
+
+/// The answer to a form another site posted.
+fn cross_site() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "refused: the sign-in form must be posted from ork's own status page\n",
+    )
+        .into_response()
+}
+
 /// A refused request, as a page: the reason, and the form for a token.
 fn refused(resp: Response) -> Response {
     let status = resp.status();
+    if status == StatusCode::NOT_FOUND {
+        return resp;
+    }
     let body = format!(
         "<p>{} — ork asks the API server whether the holder of a token may read these CRs.</p>\
          <form method=\"post\" action=\"/status/login\"><label>Bearer token \
@@ -57,7 +135,9 @@ pub(crate) async fn overview(
     ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = guard.admit(peer, &headers, guard.entries.keys()).await {
+    let served = runtime.entry_configs();
+    let checks: Vec<ReadCheck> = served.iter().map(|(_, e)| ReadCheck::list_of(e)).collect();
+    if let Err(r) = guard.admit(peer, &headers, &checks).await {
         return refused(r);
     }
     let mut body = String::new();
@@ -69,7 +149,11 @@ pub(crate) async fn overview(
          <th>in flight</th><th>last error</th></tr>",
         esc(&name)
     );
-    for e in runtime.entries() {
+    let shown = runtime
+        .entries()
+        .into_iter()
+        .filter(|e| served.iter().any(|(n, _)| *n == e.name));
+    for e in shown {
         let h = e.health.as_ref();
         let _ = write!(
             body,
@@ -97,7 +181,10 @@ pub(crate) async fn entry(
     headers: HeaderMap,
     Path(entry): Path<String>,
 ) -> Response {
-    if let Err(r) = guard.admit(peer, &headers, std::iter::once(&entry)).await {
+    let Some(check) = entry_check(&runtime, &entry) else {
+        return refused(guard.unknown(peer, &headers, not_found(&entry)).await);
+    };
+    if let Err(r) = guard.admit(peer, &headers, &[check]).await {
         return refused(r);
     }
     let Some(objects) = runtime.inspect(&entry, None).await else {
@@ -157,12 +244,12 @@ pub(crate) async fn object(
     headers: HeaderMap,
     Path((entry, namespace, name)): Path<(String, String, String)>,
 ) -> Response {
-    let Some(check) = guard.entries.get(&entry) else {
-        return not_found(&entry);
+    let Some(check) = entry_check(&runtime, &entry) else {
+        return refused(guard.unknown(peer, &headers, not_found(&entry)).await);
     };
     let namespace = (namespace != "_").then_some(namespace);
     let check = check.get(namespace.clone(), &name);
-    if let Err(r) = guard.admit_for(peer, &headers, &[check]).await {
+    if let Err(r) = guard.admit(peer, &headers, &[check]).await {
         return refused(r);
     }
     let key = match &namespace {
@@ -275,7 +362,9 @@ fn page(title: &str, body: &str) -> impl IntoResponse {
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}}\
          th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:.5em;overflow:auto;max-height:30em}}\
          .healthy,.ready{{color:#176f2c}}.degraded,.failed{{color:#a4161a}}\
-         ul#counts li{{display:inline;margin-right:1.5em}}</style></head><body>{body}</body></html>",
+         ul#counts li{{display:inline;margin-right:1.5em}}form#signout{{float:right}}</style></head><body>\
+         <form id=\"signout\" method=\"post\" action=\"/status/logout\"><button>Sign out</button></form>\
+         {body}</body></html>",
         esc(title)
     );
     (
@@ -314,6 +403,60 @@ fn esc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn only_a_form_posted_from_the_page_itself_signs_in() {
+        fn same(pairs: &[(&'static str, &'static str)]) -> Result<SameOrigin, StatusCode> {
+            same_origin(&headers(pairs)).ok_or(StatusCode::FORBIDDEN)
+        }
+        let host = ("host", "127.0.0.1:8080");
+        assert_eq!(
+            same(&[host, ("origin", "http://127.0.0.1:8080")]),
+            Ok(SameOrigin { secure: false })
+        );
+        assert_eq!(
+            same(&[host, ("sec-fetch-site", "same-origin")]),
+            Ok(SameOrigin { secure: false })
+        );
+        assert_eq!(
+            same(&[("host", "ork.example"), ("origin", "https://ork.example")]),
+            Ok(SameOrigin { secure: true })
+        );
+        for refused in [
+            &[host][..],
+            &[host, ("origin", "http://evil.example")],
+            &[host, ("origin", "null")],
+            &[host, ("origin", "http://127.0.0.1:8080.evil.example")],
+            &[
+                host,
+                ("origin", "http://127.0.0.1:8080"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            &[host, ("sec-fetch-site", "same-site")],
+        ] {
+            assert_eq!(same(refused), Err(StatusCode::FORBIDDEN), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn the_cookie_is_http_only_strict_and_secure_over_https() {
+        assert_eq!(
+            cookie("t", false, None),
+            "ork_token=t; Path=/status; HttpOnly; SameSite=Strict"
+        );
+        assert_eq!(
+            cookie("", true, Some(0)),
+            "ork_token=; Path=/status; HttpOnly; SameSite=Strict; Secure; Max-Age=0"
+        );
+    }
 
     #[test]
     fn text_from_a_cr_cannot_become_markup() {

@@ -122,7 +122,7 @@ async fn an_answer_with_malformed_labels_fails_its_cr_only_and_frees_the_worker(
         "nothing of the bad answer applied"
     );
     let busy = wait_for("no worker busy", WAIT, || async {
-        let text = get(ork.http().await.ok()?, "/metrics").await.ok()?.1;
+        let text = get(ork.probes().await.ok()?, "/metrics").await.ok()?.1;
         let line = text
             .lines()
             .find(|l| l.starts_with("ork_workers_busy{") && l.contains("webapp"))?
@@ -220,7 +220,7 @@ async fn after_a_restart_the_service_sees_typed_objects_and_nothing_is_reapplied
     assert_eq!(child["apiVersion"], "v1");
     // The answer is what it was: the child is left alone.
     let applies = wait_for("the reconcile recorded", WAIT, || async {
-        let text = get(ork.http().await.ok()?, "/metrics").await.ok()?.1;
+        let text = get(ork.probes().await.ok()?, "/metrics").await.ok()?.1;
         text.contains("ork_reconciles_total{").then_some(text)
     })
     .await?;
@@ -365,7 +365,7 @@ spec:
 
 /// How many children `ork` swept (its `/metrics`).
 async fn swept(ork: &Ork) -> Result<u64> {
-    let (_, metrics) = get(ork.http().await?, "/metrics").await?;
+    let (_, metrics) = get(ork.probes().await?, "/metrics").await?;
     Ok(metrics
         .lines()
         .filter(|l| l.starts_with("ork_apply_operations_total") && l.contains("result=\"swept\""))
@@ -746,7 +746,7 @@ async fn a_restart_calls_only_what_changed_while_ork_was_down_and_on_start_call_
     .await?;
     // The untouched CR is not called: the metric says so once the start is through.
     let metrics = wait_for("the unchanged CR counted", WAIT, || async {
-        let text = get(ork.http().await.ok()?, "/metrics").await.ok()?.1;
+        let text = get(ork.probes().await.ok()?, "/metrics").await.ok()?.1;
         text.lines()
             .any(|l| l.starts_with("ork_unchanged_at_start_total{") && l.ends_with(" 1"))
             .then_some(text)

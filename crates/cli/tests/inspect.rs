@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 use anyhow::Result;
 use ork_test_support::fake_service::{FakeService, Reply, webapp_answer};
-use ork_test_support::{TestNamespace, apply_yaml, client};
+use ork_test_support::{TestNamespace, apply_yaml, client, wait_for};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "tok-inspect-9b31c7e0";
@@ -692,5 +692,235 @@ async fn a_reconcile_a_child_started_names_the_child_in_the_record_and_in_explai
         text.contains(&format!("child    #1  ok        ({want})")) || text.contains(&want),
         "{text}"
     );
+    Ok(())
+}
+
+/// A sample of ork's `/metrics` (0 when absent).
+async fn metric(ork: &Ork, series: &str) -> Result<f64> {
+    let (_, text) = get(ork.probes().await?, "/metrics").await?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0))
+}
+
+/// Issue 47, finding M2: every request with any bearer token cost a TokenReview (767 a second
+/// from one client). Now a token's answer is remembered by its digest, and an address that
+/// presents refused tokens is refused (429) before ork asks again: a flood of made-up tokens
+/// costs the API server a handful of reviews, and a known user keeps reading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_made_up_tokens_costs_the_api_server_a_handful_of_reviews() -> Result<()> {
+    let svc = FakeService::start(webapp_answer).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (_, ork) = start_katalog(&ns, &katalog(&ns.name, &http(&svc.url), "")).await?;
+    let addr = ork.http().await?;
+    let admin = admin_token()?;
+    let reviews = |review: &str, result: &str| {
+        format!("ork_inspector_reviews_total{{review=\"{review}\",result=\"{result}\"}}")
+    };
+    // A known user: reviewed once, however often it reads.
+    for _ in 0..50 {
+        assert_eq!(get_as(addr, "/katalog", &admin).await?.0, 200);
+    }
+    assert_eq!(metric(&ork, &reviews("token", "authenticated")).await?, 1.0);
+    assert_eq!(metric(&ork, &reviews("access", "allowed")).await?, 1.0);
+    // One refused token sent again and again: reviewed once.
+    for _ in 0..50 {
+        assert_eq!(get_as(addr, "/katalog", "not-a-token").await?.0, 401);
+    }
+    assert_eq!(
+        metric(&ork, &reviews("token", "unauthenticated")).await?,
+        1.0
+    );
+    // A new made-up token per request.
+    let started = std::time::Instant::now();
+    let mut codes = std::collections::BTreeMap::<u16, usize>::new();
+    for i in 0..500 {
+        let (code, _) = get_as(addr, "/katalog", &format!("made-up-{i}")).await?;
+        *codes.entry(code).or_default() += 1;
+    }
+    let took = started.elapsed();
+    let refused = metric(&ork, &reviews("token", "unauthenticated")).await?;
+    eprintln!("500 made-up tokens in {took:?}: {codes:?}, {refused} TokenReviews refused");
+    // The first refused token, a burst of 10, then one every 2 s of the flood.
+    let bound = 11.0 + (took.as_secs_f64() / 2.0).ceil();
+    assert!(
+        refused <= bound,
+        "{refused} TokenReviews for the flood (at most {bound})"
+    );
+    let throttled = codes.get(&429).copied().unwrap_or(0) as f64;
+    assert!(throttled >= 500.0 - bound, "{codes:?}");
+    assert_eq!(codes.get(&200), None, "{codes:?}");
+    assert_eq!(
+        metric(&ork, "ork_inspector_throttled_total").await?,
+        throttled
+    );
+    // The known user is still served, from memory.
+    assert_eq!(get_as(addr, "/katalog", &admin).await?.0, 200);
+    Ok(())
+}
+
+/// Issue 47, finding M2: ork held every half-sent request (19,890 in the review) and, at the
+/// file-descriptor limit, stopped answering `/healthz` on the port they shared. Now the
+/// inspector's listener holds a capped number of connections, drops one that has not sent its
+/// headers in time, and the probes have a listener of their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_requests_are_dropped_and_never_starve_the_probes() -> Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let svc = FakeService::start(webapp_answer).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let args = ["--http-max-connections=20", "--http-header-timeout=2s"];
+    let (_, ork) = start_katalog_with(&ns, &katalog(&ns.name, &http(&svc.url), ""), &args).await?;
+    let (addr, probes) = (ork.http().await?, ork.probes().await?);
+    assert_eq!(get(probes, "/healthz").await?.0, 200);
+    let mut held = Vec::new();
+    for _ in 0..200 {
+        let mut c = tokio::net::TcpStream::connect(addr).await?;
+        c.write_all(b"GET /katalog HTTP/1.1\r\nHost: ork\r\nX-Slow: ")
+            .await?;
+        held.push(c);
+    }
+    // The probes answer at once, whatever the inspector's port holds.
+    let asked = std::time::Instant::now();
+    assert_eq!(get(probes, "/healthz").await?, (200, "ok".to_string()));
+    assert_eq!(get(probes, "/readyz").await?.0, 200);
+    assert!(asked.elapsed() < std::time::Duration::from_secs(1));
+    // Past the cap, connections are closed as they come; the held ones within the timeout.
+    let mut closed = 0;
+    let deadline = std::time::Duration::from_secs(6);
+    for c in &mut held {
+        let mut buf = [0u8; 256];
+        match tokio::time::timeout(deadline, c.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => closed += 1,
+            // hyper may answer 408 before it closes.
+            Ok(Ok(_)) => {
+                if matches!(
+                    tokio::time::timeout(deadline, c.read(&mut buf)).await,
+                    Ok(Ok(0) | Err(_))
+                ) {
+                    closed += 1;
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    eprintln!(
+        "{closed} of 200 half-sent requests closed within {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(closed, 200, "every half-sent request is dropped");
+    drop(held);
+    // And the inspector answers again.
+    wait_for("the inspector answering", WAIT, || async {
+        (get(addr, "/katalog").await.ok()?.0 == 401).then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// Issue 47, finding L2: another site could sign a browser in to the status page (no Origin or
+/// Sec-Fetch-Site check), frame it, and have its answers sniffed; there was no way to sign out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_refuses_a_cross_site_sign_in_cannot_be_framed_and_signs_out() -> Result<()>
+{
+    let svc = FakeService::start(webapp_answer).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (_, ork) = start_katalog(&ns, &katalog(&ns.name, &http(&svc.url), "")).await?;
+    let addr = ork.http().await?;
+    ork_test_support::install_crypto();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let post = |path: &str, origin: Option<&str>, site: Option<&str>| {
+        let mut req = http
+            .post(format!("http://{addr}{path}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("token=tok-123");
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(s) = site {
+            req = req.header("sec-fetch-site", s);
+        }
+        req.send()
+    };
+    let ours = format!("http://{addr}");
+    for (origin, site) in [
+        (None, None),
+        (Some("http://evil.example"), None),
+        (Some(ours.as_str()), Some("cross-site")),
+    ] {
+        let resp = post("/status/login", origin, site).await?;
+        assert_eq!(resp.status(), 403, "{origin:?} {site:?}");
+        assert!(resp.headers().get("set-cookie").is_none());
+    }
+    let signed_in = post("/status/login", Some(&ours), None).await?;
+    assert_eq!(signed_in.status(), 303);
+    let cookie = signed_in.headers()["set-cookie"].to_str()?.to_string();
+    for attribute in [
+        "ork_token=tok-123",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/status",
+    ] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    let same_site = post("/status/login", None, Some("same-origin")).await?;
+    assert_eq!(same_site.status(), 303);
+    let signed_out = post("/status/logout", Some(&ours), None).await?;
+    assert_eq!(signed_out.status(), 303);
+    let cookie = signed_out.headers()["set-cookie"].to_str()?.to_string();
+    assert!(
+        cookie.starts_with("ork_token=;") && cookie.contains("Max-Age=0"),
+        "{cookie}"
+    );
+    assert_eq!(
+        post("/status/logout", Some("http://evil.example"), None)
+            .await?
+            .status(),
+        403
+    );
+    // Every answer of the inspector, a 404 of text included, forbids framing and sniffing.
+    for path in ["/status", "/katalog", "/katalog/nope", "/no/such/path"] {
+        let resp = http.get(format!("http://{addr}{path}")).send().await?;
+        let h = resp.headers();
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert!(
+            h["content-security-policy"]
+                .to_str()?
+                .contains("frame-ancestors 'none'"),
+            "{path}"
+        );
+    }
+    let admin = admin_token()?;
+    let resp = http
+        .get(format!("http://{addr}/katalog/nope"))
+        .bearer_auth(&admin)
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 404);
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+    Ok(())
+}
+
+/// Issue 47, informational: `Authorization: bearer …` (the scheme is case-insensitive, RFC
+/// 9110) was refused as no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_scheme_in_lower_case_is_accepted() -> Result<()> {
+    let svc = FakeService::start(webapp_answer).await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let (_, ork) = start_katalog(&ns, &katalog(&ns.name, &http(&svc.url), "")).await?;
+    let addr = ork.http().await?;
+    ork_test_support::install_crypto();
+    let admin = admin_token()?;
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let resp = reqwest::Client::new()
+            .get(format!("http://{addr}/katalog"))
+            .header("authorization", format!("{scheme} {admin}"))
+            .send()
+            .await?;
+        assert_eq!(resp.status(), 200, "{scheme}");
+    }
     Ok(())
 }

@@ -822,3 +822,87 @@ spec:
     }
     Ok(())
 }
+
+/// Issue 47, finding M1: the inspector authorizes a controller's parents as it does a Katalog
+/// entry's CRs. With controllers and no Katalog, a ServiceAccount without RBAC read every
+/// parent's state through `/katalog` and `/status` (nothing was checked), and a parent's record
+/// was 404 for everyone, so `ork explain` failed for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_s_parents_are_shown_only_to_those_who_may_read_them_and_explained()
+-> Result<()> {
+    let client = client().await?;
+    install_parent_crds(&client).await?;
+    let ns = TestNamespace::create(&client).await?;
+    let hooks = Hooks::start()?;
+    let dir = dir(&ns.name)?;
+    let file = hooks.controllers("controllers.yaml", &dir)?;
+    let ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    let rollout = json!({"apiVersion": "example.ork.dev/v1", "kind": "Rollout",
+        "metadata": {"name": "web"}, "spec": {"value": "one"}});
+    apply_yaml(&client, &rollout.to_string(), &ns.name).await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    wait_for("the parent's children", WAIT, || async {
+        secrets.get_opt("web-inplace").await.ok()?
+    })
+    .await?;
+    let addr = ork.http().await?;
+    let nobody = common::service_account_token(&client, &ns.name, "default").await?;
+    let record = format!("/katalog/rollout/objects/{}/web", ns.name);
+    let page = format!("/status/rollout/{}/web", ns.name);
+    for path in [
+        "/katalog",
+        "/status",
+        "/katalog/rollout",
+        "/katalog/rollout/health",
+        "/katalog/rollout/objects",
+        "/status/rollout",
+        &record,
+        &page,
+    ] {
+        let (code, body) = common::get_as(addr, path, &nobody).await?;
+        assert_eq!(
+            code, 403,
+            "{path} for a ServiceAccount without RBAC: {body}"
+        );
+    }
+    let (code, body) = common::get_as(addr, &record, &nobody).await?;
+    assert!(
+        body.contains("may not get example.ork.dev/rollouts web"),
+        "{code} {body}"
+    );
+    let admin = common::admin_token()?;
+    let (code, body) = common::get_as(addr, "/katalog", &admin).await?;
+    assert_eq!(code, 200, "{body}");
+    let katalog: Value = serde_json::from_str(&body)?;
+    assert!(
+        katalog["entries"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["name"] == "rollout")),
+        "{katalog}"
+    );
+    let body = wait_for("the parent's record", WAIT, || async {
+        let (code, body) = common::get_as(addr, &record, &admin).await.ok()?;
+        (code == 200).then_some(body)
+    })
+    .await?;
+    let recorded: Value = serde_json::from_str(&body)?;
+    assert_eq!(recorded["key"], format!("{}/web", ns.name), "{recorded}");
+    assert_eq!(recorded["records"][0]["outcome"], "ok", "{recorded}");
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["explain", "rollout/web", "-n", &ns.name, "--server"])
+        .arg(format!("http://{addr}"))
+        .args(["--token", &admin])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(2), "explain failed: {text}");
+    assert!(
+        text.contains("last reconciles (newest first)") && text.contains("Rollout"),
+        "{text}"
+    );
+    Ok(())
+}

@@ -53,12 +53,16 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
         _ork: ork,
     } = Ready::web().await?;
     let addr = ork.http().await?;
+    let probes = ork.probes().await?;
     assert!(
         !ork.log().contains('\u{1b}'),
         "no colour codes in a log that is not a terminal"
     );
-    assert_eq!(get(addr, "/healthz").await?, (200, "ok".to_string()));
-    assert_eq!(get(addr, "/readyz").await?.0, 200);
+    assert_eq!(get(probes, "/healthz").await?, (200, "ok".to_string()));
+    assert_eq!(get(probes, "/readyz").await?.0, 200);
+    // Probes and the inspector are apart: neither listener answers the other's paths.
+    assert_eq!(get(addr, "/healthz").await?.0, 404);
+    assert_eq!(get(probes, "/katalog").await?.0, 404);
 
     // The Katalog's health is for those who may list its CRs, loopback or not (SPEC §11).
     for path in ["/katalog", "/katalog/webapp/health"] {
@@ -86,7 +90,7 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
     assert_eq!(all["entries"][0]["name"], "webapp");
     assert_eq!(all["metadata"]["name"], "test");
 
-    let (status, text) = get(addr, "/metrics").await?;
+    let (status, text) = get(probes, "/metrics").await?;
     assert_eq!(status, 200);
     let before = parse_prometheus(&text)?;
     let ok = r#"ork_reconciles_total{entry="webapp",result="ok"}"#;
@@ -132,7 +136,7 @@ async fn endpoints_report_health_and_metrics_move_with_reconciles() -> Result<()
     })
     .await?;
     wait_for("the counter to move", WAIT, || async {
-        let after = parse_prometheus(&get(addr, "/metrics").await.ok()?.1).ok()?;
+        let after = parse_prometheus(&get(probes, "/metrics").await.ok()?.1).ok()?;
         (sample(&after, ok) == 2.0).then_some(())
     })
     .await?;
@@ -153,7 +157,7 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 }
 
 async fn is_leader(ork: &Ork) -> bool {
-    let Ok(addr) = ork.http().await else {
+    let Ok(addr) = ork.probes().await else {
         return false;
     };
     let Ok((_, text)) = get(addr, "/metrics").await else {
@@ -183,7 +187,7 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> Result
     // Both are ready (caches warm) whichever leads.
     for ork in [&first, &second] {
         wait_for("ready", WAIT, || async {
-            (get(ork.http().await.ok()?, "/readyz").await.ok()?.0 == 200).then_some(())
+            (get(ork.probes().await.ok()?, "/readyz").await.ok()?.0 == 200).then_some(())
         })
         .await?;
     }
@@ -220,7 +224,7 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> Result
     // (SPEC §17, warm restarts): the CR is as the old leader left it, so it is not called and
     // keeps its resync; the new leader counts it.
     wait_for("the takeover's start-up pass", WAIT, || async {
-        let (_, text) = get(standby.http().await.ok()?, "/metrics").await.ok()?;
+        let (_, text) = get(standby.probes().await.ok()?, "/metrics").await.ok()?;
         let m = parse_prometheus(&text).ok()?;
         (sample(&m, "ork_unchanged_at_start_total{entry=\"webapp\"}") == 1.0).then_some(())
     })
@@ -433,7 +437,11 @@ async fn a_deleted_crd_makes_the_entry_degraded_and_ork_not_ready_until_it_is_ba
         &[],
     )?;
     let addr = ork.http().await?;
-    let status_of = |path: &'static str| async move { get(addr, path).await.ok().map(|r| r.0) };
+    let probes = ork.probes().await?;
+    let status_of = |path: &'static str| async move {
+        let at = if path == "/readyz" { probes } else { addr };
+        get(at, path).await.ok().map(|r| r.0)
+    };
     wait_for("ready", WAIT, || async {
         (status_of("/readyz").await? == 200).then_some(())
     })

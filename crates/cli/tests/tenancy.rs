@@ -129,7 +129,7 @@ spec:
         })
         .await?;
         wait_for("ork ready", WAIT, || async {
-            let (code, _) = get(ork.http().await.ok()?, "/readyz").await.ok()?;
+            let (code, _) = get(ork.probes().await.ok()?, "/readyz").await.ok()?;
             (code == 200).then_some(())
         })
         .await?;
@@ -174,7 +174,7 @@ spec:
                 .all(|r| r.body["object"]["metadata"]["name"] != "deep"),
             "the deep CR was sent to the service"
         );
-        let (_, metrics) = get(ork.http().await?, "/metrics").await?;
+        let (_, metrics) = get(ork.probes().await?, "/metrics").await?;
         assert!(
             metrics
                 .lines()

@@ -2,9 +2,17 @@
 //! bearer token the API server authenticates (TokenReview) and allows to `list` the CRs
 //! concerned (SubjectAccessReview), the same decision `kubectl get` would get. What those
 //! endpoints show (health, service text) is about the CRs, so whoever may read the CRs may read
-//! it; nobody else, from the network or not.
+//! it; nobody else, from the network or not. A request that names no CRs to check is refused:
+//! an authenticated token alone reads nothing.
+//!
+//! Answers are remembered briefly by the token's digest and reviews of unseen tokens are
+//! rationed ([`memo`]), so a flood of requests costs the API server a bounded number of calls.
 
-use std::collections::BTreeMap;
+pub mod memo;
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
@@ -12,10 +20,14 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
+use ork_katalog::CrdEntry;
+
+use crate::metrics::Metrics;
+use memo::{Memo, TokenKey, User};
 
 /// The CRs a read concerns: `verb` (`list`, or `get` of the one `name`) on `resource` of
 /// `group`, in `namespace` or everywhere.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ReadCheck {
     pub verb: &'static str,
     pub group: String,
@@ -25,6 +37,18 @@ pub struct ReadCheck {
 }
 
 impl ReadCheck {
+    /// What a reader of `entry`'s health and CRs must be allowed: `list` on its CRs, where the
+    /// entry watches them. The same for a Katalog entry and a Metacontroller controller's.
+    pub fn list_of(entry: &CrdEntry) -> ReadCheck {
+        ReadCheck {
+            verb: "list",
+            group: entry.api_types.group.clone(),
+            resource: entry.api_types.plural.clone(),
+            namespace: entry.single_namespace().filter(|_| entry.namespaced),
+            name: None,
+        }
+    }
+
     /// The same CRs, `get` of the one named `name` in `namespace`.
     pub fn get(&self, namespace: Option<String>, name: &str) -> ReadCheck {
         ReadCheck {
@@ -32,6 +56,23 @@ impl ReadCheck {
             namespace,
             name: Some(name.to_string()),
             ..self.clone()
+        }
+    }
+
+    /// `list demo.ork.dev/webapps in ns`, as a refusal names it.
+    fn describe(&self) -> String {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        let what = match &self.name {
+            Some(name) => format!("{group}/{} {name}", self.resource),
+            None => format!("{group}/{}", self.resource),
+        };
+        match &self.namespace {
+            Some(ns) => format!("{} {what} in {ns}", self.verb),
+            None => format!("{} {what}", self.verb),
         }
     }
 }
@@ -47,40 +88,153 @@ pub enum Access {
         user: String,
         what: String,
     },
+    /// A token not seen before, from an address that presented too many refused ones (or while
+    /// the process asks too many reviews): not reviewed; ask again after `retry_after`.
+    Throttled {
+        retry_after: Duration,
+    },
 }
 
-/// Asks the API server whether the holder of `token` may read what `checks` name.
-///
-/// # Errors
-/// The reviews themselves failed (the API server is unreachable, or ork may not create them).
-pub async fn review(
-    client: &Client,
-    token: &str,
-    checks: &[ReadCheck],
-) -> Result<Access, kube::Error> {
-    let review = TokenReview {
-        spec: TokenReviewSpec {
-            token: Some(token.to_string()),
+/// Asks the API server, and remembers its answers briefly (SPEC §11).
+#[derive(Clone)]
+pub struct Reviewer {
+    client: Client,
+    memo: Arc<Mutex<Memo>>,
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for Reviewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reviewer").finish_non_exhaustive()
+    }
+}
+
+impl Reviewer {
+    pub(crate) fn new(client: Client, metrics: Metrics) -> Reviewer {
+        Reviewer {
+            client,
+            memo: Arc::new(Mutex::new(Memo::new(Instant::now()))),
+            metrics,
+        }
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        // A panic while holding it cannot leave the memo inconsistent (every change is one
+        // insert or one arithmetic step), so a poisoned lock is still a usable memo.
+        self.memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the holder of `token`, calling from `peer`, may read what `checks` name; with no
+    /// check at all, never.
+    ///
+    /// # Errors
+    /// The reviews themselves failed (the API server is unreachable, or ork may not create them).
+    pub async fn review(
+        &self,
+        peer: IpAddr,
+        token: &str,
+        checks: &[ReadCheck],
+    ) -> Result<Access, kube::Error> {
+        let key = TokenKey::of(token);
+        let user = match self.authenticate(peer, key, token).await? {
+            Ok(Some(user)) => user,
+            Ok(None) => return Ok(Access::Unauthenticated),
+            Err(retry_after) => return Ok(Access::Throttled { retry_after }),
+        };
+        let name = user.username.clone().unwrap_or_default();
+        if checks.is_empty() {
+            return Ok(Access::Forbidden {
+                user: name,
+                what: "read here: no entry names CRs to authorize this request against".into(),
+            });
+        }
+        for check in checks {
+            if !self.authorize(key, &user, check).await? {
+                return Ok(Access::Forbidden {
+                    user: name,
+                    what: check.describe(),
+                });
+            }
+        }
+        Ok(Access::Allowed)
+    }
+
+    /// Whether `token` authenticates (the user) or not (`None`); `Err` when it is not asked.
+    async fn authenticate(
+        &self,
+        peer: IpAddr,
+        key: TokenKey,
+        token: &str,
+    ) -> Result<Result<Option<User>, Duration>, kube::Error> {
+        {
+            let mut memo = self.memo();
+            let now = Instant::now();
+            if let Some(known) = memo.user(&key, now) {
+                return Ok(Ok(known));
+            }
+            if let Err(t) = memo.may_review(peer, now) {
+                self.metrics.inspector_throttled();
+                return Ok(Err(t.retry_after));
+            }
+        }
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: Some(token.to_string()),
+                ..Default::default()
+            },
             ..Default::default()
-        },
-        ..Default::default()
-    };
-    let answer = Api::<TokenReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    let status = answer.status.unwrap_or_default();
-    let Some(user) = status.user.filter(|_| status.authenticated == Some(true)) else {
-        return Ok(Access::Unauthenticated);
-    };
-    let reviews = Api::<SubjectAccessReview>::all(client.clone());
-    let extra: Option<BTreeMap<String, Vec<String>>> = user.extra.clone();
-    for check in checks {
+        };
+        let answer = Api::<TokenReview>::all(self.client.clone())
+            .create(&PostParams::default(), &review)
+            .await;
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                self.metrics.inspector_review("token", "error");
+                return Err(e);
+            }
+        };
+        let status = answer.status.unwrap_or_default();
+        let user = status
+            .user
+            .filter(|_| status.authenticated == Some(true))
+            .map(|u| User {
+                username: u.username,
+                uid: u.uid,
+                groups: u.groups,
+                extra: u.extra,
+            });
+        self.metrics.inspector_review(
+            "token",
+            if user.is_some() {
+                "authenticated"
+            } else {
+                "unauthenticated"
+            },
+        );
+        self.memo()
+            .remember_user(key, user.clone(), peer, Instant::now());
+        Ok(Ok(user))
+    }
+
+    /// Whether `user` (of the token `key`) may do `check`.
+    async fn authorize(
+        &self,
+        key: TokenKey,
+        user: &User,
+        check: &ReadCheck,
+    ) -> Result<bool, kube::Error> {
+        if let Some(allowed) = self.memo().decision(&key, check, Instant::now()) {
+            return Ok(allowed);
+        }
         let sar = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: user.username.clone(),
                 groups: user.groups.clone(),
                 uid: user.uid.clone(),
-                extra: extra.clone(),
+                extra: user.extra.clone(),
                 resource_attributes: Some(ResourceAttributes {
                     verb: Some(check.verb.into()),
                     group: Some(check.group.clone()),
@@ -93,25 +247,20 @@ pub async fn review(
             },
             ..Default::default()
         };
-        let decided = reviews.create(&PostParams::default(), &sar).await?;
-        if !decided.status.is_some_and(|s| s.allowed) {
-            let group = if check.group.is_empty() {
-                "core"
-            } else {
-                &check.group
-            };
-            let what = match &check.name {
-                Some(name) => format!("{group}/{} {name}", check.resource),
-                None => format!("{group}/{}", check.resource),
-            };
-            return Ok(Access::Forbidden {
-                user: user.username.unwrap_or_default(),
-                what: match &check.namespace {
-                    Some(ns) => format!("{} {what} in {ns}", check.verb),
-                    None => format!("{} {what}", check.verb),
-                },
-            });
-        }
+        let decided = Api::<SubjectAccessReview>::all(self.client.clone())
+            .create(&PostParams::default(), &sar)
+            .await;
+        let allowed = match decided {
+            Ok(d) => d.status.is_some_and(|s| s.allowed),
+            Err(e) => {
+                self.metrics.inspector_review("access", "error");
+                return Err(e);
+            }
+        };
+        self.metrics
+            .inspector_review("access", if allowed { "allowed" } else { "denied" });
+        self.memo()
+            .remember_decision(key, check.clone(), allowed, Instant::now());
+        Ok(allowed)
     }
-    Ok(Access::Allowed)
 }

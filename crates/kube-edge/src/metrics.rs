@@ -69,6 +69,14 @@ pub(crate) struct Metrics {
     shard_queue_depth: Family<ShardLabel, Gauge>,
     undecodable: Family<KindLabels, Counter>,
     unchanged_at_start: Family<EntryLabel, Counter>,
+    inspector_reviews: Family<ReviewLabels, Counter>,
+    inspector_throttled: Counter,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReviewLabels {
+    review: String,
+    result: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -194,7 +202,21 @@ impl Metrics {
             "CRs not called at a start, leader change or shard gain: unchanged since ork's last successful reconcile",
             unchanged_at_start.clone(),
         );
+        let inspector_reviews = Family::<ReviewLabels, Counter>::default();
+        registry.register(
+            "ork_inspector_reviews",
+            "TokenReviews (review=token) and SubjectAccessReviews (review=access) the inspector asked the API server, by result",
+            inspector_reviews.clone(),
+        );
+        let inspector_throttled = Counter::default();
+        registry.register(
+            "ork_inspector_throttled",
+            "Inspector requests refused (429) without a review: their address presented too many refused tokens, or the process asked too many reviews",
+            inspector_throttled.clone(),
+        );
         Metrics {
+            inspector_reviews,
+            inspector_throttled,
             unchanged_at_start,
             undecodable,
             shards_held,
@@ -340,6 +362,21 @@ impl Metrics {
         }
     }
 
+    /// The inspector asked the API server a `review` (`token`, `access`) with `result`.
+    pub fn inspector_review(&self, review: &str, result: &str) {
+        self.inspector_reviews
+            .get_or_create(&ReviewLabels {
+                review: review.into(),
+                result: result.into(),
+            })
+            .inc();
+    }
+
+    /// The inspector refused a request without asking the API server (too many reviews).
+    pub fn inspector_throttled(&self) {
+        self.inspector_throttled.inc();
+    }
+
     /// Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -367,6 +404,8 @@ pub fn specimen() -> String {
     m.shard_queue_depth(0, 0);
     m.set_leader(true);
     m.entry_gauges("<entry>", 0, 0, 0, "healthy");
+    m.inspector_review("<review>", "<result>");
+    m.inspector_throttled();
     m.encode()
 }
 

@@ -114,6 +114,27 @@ impl Runtime {
         self.process.forget_synced(name);
     }
 
+    /// Every entry served now with its configuration, in order: the Katalog's and the
+    /// controllers' as they are at this moment (one snapshot, so a caller authorizes exactly
+    /// what it then shows).
+    pub fn entry_configs(&self) -> Vec<(String, CrdEntry)> {
+        self.entries
+            .read()
+            .map(|e| {
+                e.names
+                    .iter()
+                    .filter_map(|n| Some((n.clone(), e.configs.get(n)?.clone())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Who asks the API server whether a caller may read this runtime's inspector, counted in
+    /// its metrics.
+    pub fn reviewer(&self, client: Client) -> crate::access::Reviewer {
+        crate::access::Reviewer::new(client, self.process.metrics.clone())
+    }
+
     pub(crate) fn names(&self) -> Vec<String> {
         self.entries
             .read()

@@ -81,8 +81,9 @@ pub fn page() -> String {
 /// The metrics from a specimen of ork's registry: name, type, labels, help.
 fn metrics(out: &mut String) {
     out.push_str(
-        "## Metrics\n\nServed in Prometheus text format at `/metrics` on ork's HTTP address \
-         (`ork run --http-addr`), without authentication.\n\n",
+        "## Metrics\n\nServed in Prometheus text format at `/metrics` on ork's probes' address \
+         (`ork run --probe-addr`, default `127.0.0.1:8081`; port 8081 in the chart and the \
+         bundle), without authentication.\n\n",
     );
     let text = ork_kube::metrics_specimen();
     let mut rows = Vec::new();

@@ -1,5 +1,5 @@
 //! Helpers shared by the tests that run `ork run` against the local cluster: start ork on a
-//! Katalog (its log captured, its HTTP endpoints on a free loopback port), create WebApps, wait
+//! Katalog (its log captured, its inspector and its probes each on a free loopback port), create WebApps, wait
 //! for Ready.
 #![allow(dead_code)] // each test file uses a different part
 
@@ -33,19 +33,33 @@ impl Ork {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Where this ork serves /healthz, /readyz, /metrics and /katalog: it binds port 0 (no
-    /// port picked ahead can be taken by a parallel test meanwhile) and logs what it bound.
+    /// Where this ork serves the inspector (/katalog, /status): it binds port 0 (no port
+    /// picked ahead can be taken by a parallel test meanwhile) and logs what it bound.
     pub async fn http(&self) -> Result<SocketAddr> {
-        wait_for("ork's HTTP address in its log", WAIT, || async {
-            let log = self.log();
-            let line = log.lines().find(|l| l.contains("serving /healthz"))?;
-            let at = line.find("127.0.0.1:")?;
-            let port: String = line[at + "127.0.0.1:".len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            format!("127.0.0.1:{port}").parse().ok()
-        })
+        self.bound("serving /katalog").await
+    }
+
+    /// Where this ork serves /healthz, /readyz and /metrics (its own port 0, logged).
+    pub async fn probes(&self) -> Result<SocketAddr> {
+        self.bound("serving /healthz").await
+    }
+
+    /// The loopback address on the first log line that says `what`.
+    async fn bound(&self, what: &str) -> Result<SocketAddr> {
+        wait_for(
+            &format!("ork's address ({what}) in its log"),
+            WAIT,
+            || async {
+                let log = self.log();
+                let line = log.lines().find(|l| l.contains(what))?;
+                let at = line.find("127.0.0.1:")?;
+                let port: String = line[at + "127.0.0.1:".len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                format!("127.0.0.1:{port}").parse().ok()
+            },
+        )
         .await
     }
 }
@@ -164,6 +178,7 @@ pub fn spawn_ork(
         .args(["run", "-k"])
         .arg(katalog)
         .arg("--http-addr=127.0.0.1:0")
+        .arg("--probe-addr=127.0.0.1:0")
         .args(args)
         // The admin kubeconfig unless `args` names another with --kubeconfig.
         .env("KUBECONFIG", ork_test_support::kubeconfig_path())

@@ -206,7 +206,7 @@ pub struct OrkRun<'a> {
     pub resync: &'a str,
     /// `reconcile.onStart: call`: every CR called at start.
     pub on_start_call: bool,
-    /// Where ork serves /readyz (else nowhere).
+    /// Where ork serves /readyz, its probes' address (else nowhere).
     pub http: Option<std::net::SocketAddr>,
 }
 
@@ -253,7 +253,7 @@ spec:
         .http
         .map_or_else(|| "none".to_string(), |a| a.to_string());
     let child = Command::new(ork)
-        .args(["run", "--http-addr", &http, "-k"])
+        .args(["run", "--probe-addr", &http, "--http-addr", "none", "-k"])
         .arg(&path)
         .arg("--kubeconfig")
         .arg(kubeconfig)

@@ -19,7 +19,7 @@ pub struct Ork {
 }
 
 impl Ork {
-    /// Spawns `ork run -k katalog --http-addr=none ARGS`, its stderr to `log`.
+    /// Spawns `ork run -k katalog ARGS` serving no HTTP endpoint, its stderr to `log`.
     ///
     /// # Errors
     /// When the binary cannot start.
@@ -34,8 +34,9 @@ impl Ork {
         Ork::spawn_serving(bin, katalog, log, label, args, ork_namespace, "none")
     }
 
-    /// As [`spawn`](Self::spawn), serving `/readyz` and the rest on `http_addr` (R7 waits for a
-    /// new replica to be ready, as a Deployment's rollout does).
+    /// As [`spawn`](Self::spawn), serving `/readyz` and the rest of the probes on `http_addr`
+    /// (R7 waits for a new replica to be ready, as a Deployment's rollout does): with
+    /// `--probe-addr` where `bin` knows it, else with `--http-addr` as releases before it.
     ///
     /// # Errors
     /// When the binary cannot start.
@@ -48,10 +49,22 @@ impl Ork {
         ork_namespace: &str,
         http_addr: &str,
     ) -> Result<Ork> {
+        let probe_flag = Command::new(bin)
+            .args(["run", "--help"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--probe-addr"));
+        let serving = if probe_flag {
+            vec![
+                format!("--probe-addr={http_addr}"),
+                "--http-addr=none".into(),
+            ]
+        } else {
+            vec![format!("--http-addr={http_addr}")]
+        };
         let child = Command::new(bin)
             .args(["run", "-k"])
             .arg(katalog)
-            .arg(format!("--http-addr={http_addr}"))
+            .args(&serving)
             .arg("--no-dev-files")
             .args(args)
             .env("KUBECONFIG", ork_test_support::kubeconfig_path())
