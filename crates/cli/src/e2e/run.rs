@@ -431,6 +431,7 @@ async fn expectation(cluster: &Cluster, shell: &Shell, exp: &Expectation) -> Cas
         let limit = duration(exp.timeout.as_deref(), DEFAULT_TIMEOUT)?;
         let deadline = Instant::now() + limit;
         let mut mutated = false;
+        let mut last: Option<anyhow::Error> = None;
         loop {
             let res = async {
                 if !mutated && let Some(k) = &exp.kubectl {
@@ -439,21 +440,25 @@ async fn expectation(cluster: &Cluster, shell: &Shell, exp: &Expectation) -> Cas
                 }
                 checks(cluster, shell, exp, deadline).await
             };
-            // The timeout bounds everything the expectation does, a hung command too.
-            let res = tokio::time::timeout_at(deadline.into(), res)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(anyhow!(
-                        "still running when its timeout ({}s) passed; stopped",
-                        limit.as_secs()
-                    ))
-                });
-            match res {
-                Ok(()) => return Ok(()),
-                Err(e) if Instant::now() >= deadline => {
-                    return Err(anyhow!("{e:#}\n(still so after {}s)", limit.as_secs()));
+            // The timeout bounds everything the expectation does, a hung command too; what
+            // the last whole attempt found is the failure, unless none ended.
+            let still_so =
+                |e: anyhow::Error| anyhow!("{e:#}\n(still so after {}s)", limit.as_secs());
+            match tokio::time::timeout_at(deadline.into(), res).await {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) if Instant::now() >= deadline => return Err(still_so(e)),
+                Ok(Err(e)) => {
+                    last = Some(e);
+                    tokio::time::sleep(POLL).await;
                 }
-                Err(_) => tokio::time::sleep(POLL).await,
+                Err(_) => {
+                    return Err(last.map(still_so).unwrap_or_else(|| {
+                        anyhow!(
+                            "still running when its timeout ({}s) passed; stopped",
+                            limit.as_secs()
+                        )
+                    }));
+                }
             }
         }
     }
