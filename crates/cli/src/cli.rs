@@ -84,6 +84,7 @@ pub fn main() -> ExitCode {
             token,
             save,
             json,
+            full,
             kubeconfig,
             context,
         } => crate::explain::explain(crate::explain::ExplainArgs {
@@ -95,6 +96,7 @@ pub fn main() -> ExitCode {
             token,
             save,
             json,
+            full,
         }),
         Command::Generate(Generate::Bundle(i)) => {
             crate::generate::bundle(&i.katalog, &i.target.names(), &i.image, i.scale())

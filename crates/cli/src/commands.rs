@@ -83,6 +83,10 @@ pub(crate) enum Command {
         /// Print everything as JSON.
         #[arg(long)]
         json: bool,
+        /// Print every recorded reconcile and the last request and answer whole (by default a
+        /// summary: the ten newest reconciles, and what the request and answer held).
+        #[arg(long)]
+        full: bool,
         /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,

@@ -38,6 +38,8 @@ pub struct ExplainArgs {
     pub token: Option<String>,
     pub save: Option<PathBuf>,
     pub json: bool,
+    /// Everything whole, not the summary.
+    pub full: bool,
 }
 
 pub fn explain(args: ExplainArgs) -> ExitCode {
@@ -140,7 +142,7 @@ async fn run(args: ExplainArgs) -> Result<(String, bool)> {
         let out = json!({"object": cr, "entry": entry, "inspect": record});
         return Ok((format!("{}\n", serde_json::to_string_pretty(&out)?), ready));
     }
-    let mut text = render(&resource.kind, &cr, &record);
+    let mut text = render(&resource.kind, &cr, &record, args.full);
     if let Some(dir) = &args.save {
         let _ = writeln!(
             text,
@@ -204,7 +206,7 @@ fn condition<'a>(cr: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
 }
 
 /// The explanation as text.
-fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
+fn render(kind: &str, cr: &DynamicObject, record: &Value, full: bool) -> String {
     let mut out = String::new();
     let name = match cr.namespace() {
         Some(ns) => format!("{kind} {ns}/{}", cr.name_any()),
@@ -236,7 +238,7 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
     if condition(cr, "Stalled").is_some_and(|c| c["status"] == "True") {
         let _ = writeln!(
             out,
-            "  stalled: ork will not succeed without a change to the CR, the Katalog, the service or ork's RBAC"
+            "  stalled: a retry alone is not expected to fix it; ork still retries at its backoff's pace, but it takes a change to the CR, the Katalog, the service or ork's RBAC"
         );
     }
     let mut now = format!("now: {}", text(&record["state"]));
@@ -252,8 +254,31 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
     if let Some(message) = last.and_then(|r| r["message"].as_str()) {
         let _ = writeln!(out, "\nlast error, whole:\n  {message}");
     }
-    let _ = writeln!(out, "\nchildren (the last plan):");
-    match records.iter().find_map(|r| r["plan"]["steps"].as_array()) {
+    // The plan shown is one reconcile's, said which: a newer reconcile that applied nothing
+    // (a failed call, a refused answer) leaves the children as that plan made them.
+    let planned = records
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| Some((i, r, r["plan"]["steps"].as_array()?)));
+    match planned {
+        Some((newer, r, _)) => {
+            let _ = write!(
+                out,
+                "\nchildren, as the reconcile at {} planned them ({} #{}",
+                text(&r["at"]),
+                text(&r["trigger"]),
+                r["attempt"].as_u64().unwrap_or(1)
+            );
+            if newer > 0 {
+                let _ = write!(out, "; {newer} newer reconcile(s) applied no answer");
+            }
+            let _ = writeln!(out, "):");
+        }
+        None => {
+            let _ = writeln!(out, "\nchildren:");
+        }
+    }
+    match planned.map(|(_, _, steps)| steps) {
         Some(steps) if !steps.is_empty() => {
             for s in steps {
                 let _ = writeln!(out, "  {}", step(s));
@@ -273,7 +298,8 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
             "  none recorded by this ork (it reconciles it on its next trigger)"
         );
     }
-    for r in &records {
+    let shown = if full { records.len() } else { SUMMARY_RECORDS };
+    for r in records.iter().take(shown) {
         let mut line = format!(
             "  {}  {:<8} #{:<2} {:<9}",
             text(&r["at"]),
@@ -296,11 +322,21 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
+    if records.len() > shown {
+        let _ = writeln!(
+            out,
+            "  … {} older (--full shows them)",
+            records.len() - shown
+        );
+    }
     for (title, field) in [("last request", "request"), ("last answer", "answer")] {
         let _ = writeln!(out, "\n{title}:");
         match last.map(|r| &r[field]) {
             Some(Value::Null) | None => {
                 let _ = writeln!(out, "  none (no exchange recorded)");
+            }
+            Some(v) if !full => {
+                let _ = writeln!(out, "  {} (--full shows it whole)", summary(field, v));
             }
             Some(v) => {
                 let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
@@ -312,6 +348,51 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value) -> String {
     }
     let _ = writeln!(out, "\nasked at {}", Timestamp::now());
     out
+}
+
+/// How many reconciles the summary shows.
+const SUMMARY_RECORDS: usize = 10;
+
+/// A request or answer in one line: what it held, not all of it.
+fn summary(field: &str, v: &Value) -> String {
+    let size = v.to_string().len();
+    let count = |x: &Value| -> usize {
+        match x {
+            Value::Array(a) => a.len(),
+            Value::Object(m) => m
+                .values()
+                .map(|t| t.as_object().map_or(1, |o| o.len()))
+                .sum(),
+            _ => 0,
+        }
+    };
+    let mut parts = vec![format!("{size} bytes")];
+    if field == "request" {
+        if let Some(t) = v["prepared"]["trigger"]["reason"].as_str() {
+            parts.push(format!("trigger {t}"));
+        }
+        let children = count(&v["prepared"]["children"]);
+        parts.push(format!("{children} child(ren) sent"));
+    } else if let Value::Object(m) = v {
+        if let Some(r) = m.get("result").and_then(Value::as_str) {
+            parts.push(format!("result {r}"));
+        }
+        for key in ["resources", "children", "attachments"] {
+            if let Some(x) = m.get(key) {
+                parts.push(format!("{} {key}", count(x)));
+            }
+        }
+        if let Some(Value::Object(s)) = m.get("status") {
+            let keys: Vec<&str> = s.keys().map(String::as_str).take(8).collect();
+            parts.push(format!("status {{{}}}", keys.join(", ")));
+        }
+    } else if let Value::String(s) = v {
+        parts.push(format!(
+            "not JSON: {}",
+            s.chars().take(80).collect::<String>()
+        ));
+    }
+    parts.join(", ")
 }
 
 /// One plan step in words (`ConfigMap ns/web: update (data.v)`).

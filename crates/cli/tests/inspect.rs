@@ -145,7 +145,7 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
     let saved = std::env::temp_dir().join(format!("ork-explain-{}", ns.name));
     let save = saved.display().to_string();
     let mut with_save = target.to_vec();
-    with_save.extend(["--save", &save]);
+    with_save.extend(["--save", &save, "--full"]);
     let (code, text) = wait_for_explained(&with_save, "AnswerRejected").await?;
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("not-declared"), "the answer is shown: {text}");

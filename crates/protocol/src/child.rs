@@ -130,7 +130,7 @@ fn from_intent(
     if let Some((group, kind)) = type_builds(type_name)
         && policy.managed_type(group, kind).is_none()
     {
-        problems.push(not_declared(group, kind));
+        problems.push(not_declared(group, kind, None));
     }
     let intent = match Intent::parse(type_name, fields) {
         Ok(intent) => intent,
@@ -228,7 +228,7 @@ fn check_object(
         check_string_map(meta, "annotations", &mut problems);
     }
     let Some(managed) = policy.managed_type(&group, &kind) else {
-        problems.push(not_declared(&group, &kind));
+        problems.push(not_declared(&group, &kind, Some(&version)));
         return Err(problems);
     };
     if !managed.serves(&version) {

@@ -221,9 +221,14 @@ impl Policy {
 }
 
 /// The "not declared" refusal, shared by full objects and intents.
-pub(crate) fn not_declared(group: &str, kind: &str) -> String {
+/// Why a child of `group`/`kind` (at `version` when known) is refused, with the Katalog line
+/// that allows it.
+pub(crate) fn not_declared(group: &str, kind: &str, version: Option<&str>) -> String {
+    // The built-in kinds an intent builds all have a v1.
+    let version = version.unwrap_or("v1");
+    let api_version = api_version(group, version);
     format!(
-        "{kind} ({}) is not declared in reconcile.remote.managedResources — add it to the Katalog before the service can create it",
+        "{kind} ({}) is not declared in reconcile.remote.managedResources — add it to the Katalog before the service can create it: `- {{apiVersion: {api_version}, kind: {kind}}}` under managedResources",
         if group.is_empty() { "core" } else { group }
     )
 }

@@ -33,7 +33,7 @@ impl Intent {
                 managed
                     .iter()
                     .find(|m| m.group == group && m.kind == kind)
-                    .ok_or_else(|| not_declared(group, kind))?
+                    .ok_or_else(|| not_declared(group, kind, None))?
                     .build_version()
                     .to_string()
             }

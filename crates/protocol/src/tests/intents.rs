@@ -41,7 +41,7 @@ fn an_intent_of_an_undeclared_type_is_refused_with_its_other_problems() {
     assert_eq!(
         l.errors,
         [
-            "resources[0]: ConfigMap (core) is not declared in reconcile.remote.managedResources — add it to the Katalog before the service can create it",
+            "resources[0]: ConfigMap (core) is not declared in reconcile.remote.managedResources — add it to the Katalog before the service can create it: `- {apiVersion: v1, kind: ConfigMap}` under managedResources",
             "resources[0]: configmap intent: field \"data\" must be a map of strings, got []"
         ]
     );
