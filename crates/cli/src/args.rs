@@ -132,6 +132,10 @@ pub struct SimulateArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
     pub output: String,
+    /// Print each created child whole and every line of each change (by default one line per
+    /// created child and at most 12 lines of each change).
+    #[arg(long)]
+    pub full: bool,
     /// Save each request and answer in this folder.
     #[arg(long, conflicts_with = "replay")]
     pub record: Option<PathBuf>,

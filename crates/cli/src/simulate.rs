@@ -31,7 +31,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !print_report(&report, &args.output) {
+    if !print_report(&report, &args.output, args.full) {
         return ExitCode::FAILURE;
     }
     // A replay ends with its recording: not steady, and not a failure of its own.
@@ -80,7 +80,7 @@ pub fn simulate_files(
 }
 
 /// Prints the report as text or JSON, and ork's own time; false when it cannot be written.
-pub fn print_report(report: &Report, format: &str) -> bool {
+pub fn print_report(report: &Report, format: &str, full: bool) -> bool {
     match format {
         "json" => match serde_json::to_string_pretty(report) {
             Ok(text) => crate::output::say!("{text}"),
@@ -89,7 +89,7 @@ pub fn print_report(report: &Report, format: &str) -> bool {
                 return false;
             }
         },
-        _ => crate::output::emit(&render_text(report)),
+        _ => crate::output::emit(&render_text(report, full)),
     }
     eprintln!(
         "ork's own time: {:.0} ms (the service's time excluded)",
@@ -228,7 +228,10 @@ fn redact_times(report: &mut Report) {
 }
 
 /// The report as a person reads it: per cycle, the calls and what changed.
-pub fn render_text(report: &Report) -> String {
+/// How many lines of a change the summary shows.
+const SUMMARY_DIFF_LINES: usize = 12;
+
+pub fn render_text(report: &Report, full: bool) -> String {
     let mut out = String::new();
     for c in &report.cycles {
         out.push_str(&format!("cycle {}\n", c.cycle));
@@ -249,16 +252,30 @@ pub fn render_text(report: &Report) -> String {
                     object,
                     manifest,
                 } => {
-                    out.push_str(&format!("  + {kind} {object}\n"));
                     let yaml = serde_saphyr::to_string(manifest).unwrap_or_default();
-                    for line in yaml.lines() {
-                        out.push_str(&format!("      {line}\n"));
+                    if full {
+                        out.push_str(&format!("  + {kind} {object}\n"));
+                        for line in yaml.lines() {
+                            out.push_str(&format!("      {line}\n"));
+                        }
+                    } else {
+                        out.push_str(&format!(
+                            "  + {kind} {object} ({} lines; --full shows it)\n",
+                            yaml.lines().count()
+                        ));
                     }
                 }
                 Change::Changed { kind, object, diff } => {
                     out.push_str(&format!("  ~ {kind} {object}\n"));
-                    for line in diff {
+                    let shown = if full { diff.len() } else { SUMMARY_DIFF_LINES };
+                    for line in diff.iter().take(shown) {
                         out.push_str(&format!("      {line}\n"));
+                    }
+                    if diff.len() > shown {
+                        out.push_str(&format!(
+                            "      … {} more line(s) (--full shows them)\n",
+                            diff.len() - shown
+                        ));
                     }
                 }
                 Change::Pruned { kind, object } => {
@@ -355,7 +372,7 @@ mod tests {
 
     #[test]
     fn the_verdict_says_what_the_cycles_showed_and_a_call_never_made_is_not_a_call() {
-        let text = render_text(&report(&[true, false], false));
+        let text = render_text(&report(&[true, false], false), false);
         assert!(
             text.contains("  not called webapp ns/a: error: validation failed"),
             "{text}"
@@ -367,12 +384,12 @@ mod tests {
             ),
             "{text}"
         );
-        let one = render_text(&report(&[true], false));
+        let one = render_text(&report(&[true], false), false);
         assert!(
             one.ends_with("not steady after 1 cycle: the last cycle still changed something\n"),
             "{one}"
         );
-        let steady = render_text(&report(&[true, false, false], true));
+        let steady = render_text(&report(&[true, false, false], true), false);
         assert!(
             steady.ends_with("steady after 3 cycles: two cycles in a row changed nothing\n"),
             "{steady}"

@@ -331,7 +331,7 @@ fn run_spec(
             return false;
         }
     };
-    if !crate::simulate::print_report(&report, &args.output) {
+    if !crate::simulate::print_report(&report, &args.output, args.full) {
         return false;
     }
     let Some(expect) = &spec.expect else {

@@ -59,13 +59,25 @@ fn temp(name: &str) -> PathBuf {
 
 #[test]
 fn the_bash_example_reaches_steady_state() {
-    let out = simulate(&example("katalog-exec.yaml"), &[]);
+    let out = simulate(&example("katalog-exec.yaml"), &["--full"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     insta::assert_snapshot!(stdout(&out));
+    // Issue 46 (4): by default one line per created child, not every child in full.
+    let summary = stdout(&simulate(&example("katalog-exec.yaml"), &[]));
+    assert!(
+        summary.contains("  + Deployment bash-demo/hello (")
+            && summary.contains("lines; --full shows it)"),
+        "{summary}"
+    );
+    assert!(!summary.contains("ownerReferences"), "{summary}");
+    assert!(
+        summary.lines().count() * 3 < stdout(&out).lines().count(),
+        "{summary}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
