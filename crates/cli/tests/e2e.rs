@@ -61,7 +61,7 @@ fn the_examples_simulate_spec_holds_offline_and_a_wrong_one_fails_clearly() -> R
     let (out, text) = ork(&dir, &["simulate"])?;
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("+ Deployment orkestra-remote/my-webapp\n"),
+        text.contains("+ Deployment orkestra-remote/my-webapp ("),
         "{text}"
     );
     assert!(text.contains("✓ steady"), "{text}");

@@ -263,11 +263,11 @@ fn the_example_service_reaches_steady_state_in_simulate() -> Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("+ Deployment orkestra-remote/my-webapp\n"),
+        stdout.contains("+ Deployment orkestra-remote/my-webapp ("),
         "{stdout}"
     );
     assert!(
-        stdout.contains("+ Service orkestra-remote/my-webapp-svc\n"),
+        stdout.contains("+ Service orkestra-remote/my-webapp-svc ("),
         "{stdout}"
     );
     assert!(stdout.contains("steady after"), "{stdout}");
