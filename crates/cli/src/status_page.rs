@@ -158,14 +158,18 @@ pub(crate) async fn overview(
         let _ = write!(
             body,
             "<tr class=\"entry\"><td><a href=\"/status/{n}\">{n}</a></td><td>{}</td>\
-             <td class=\"state {s}\">{s}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"state {s}\">{s}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
             esc(&e.kind),
             h.map_or(0, |h| h.total_reconciles),
             h.map_or(0, |h| h.failed_reconciles),
             h.map_or(0, |h| h.consecutive_fails),
             e.queue_depth,
             e.workers_busy,
-            esc(h.and_then(|h| h.last_error.as_deref()).unwrap_or("")),
+            cut_cell(
+                "message",
+                h.and_then(|h| h.last_error.as_deref()).unwrap_or(""),
+                MESSAGE_CELL_CHARS
+            ),
             n = esc(&e.name),
             s = esc(&e.state),
         );
@@ -209,8 +213,9 @@ pub(crate) async fn entry(
         );
     }
     body.push_str(
-        "</ul><table id=\"objects\"><tr><th>CR</th><th>state</th><th>trigger</th>\
-         <th>attempt</th><th>reason</th><th>message</th><th>next try</th></tr>",
+        "</ul><table id=\"objects\"><tr><th>CR</th><th>state</th><th>Ready</th>\
+         <th>Reconciling</th><th>Stalled</th><th>trigger</th><th>attempt</th><th>reason</th>\
+         <th>message</th><th>next try</th></tr>",
     );
     for o in objects["objects"].as_array().into_iter().flatten() {
         let key = text(&o["key"]);
@@ -218,18 +223,19 @@ pub(crate) async fn entry(
             Some((ns, name)) => format!("/status/{entry}/{ns}/{name}"),
             None => format!("/status/{entry}/_/{key}"),
         };
-        let message: String = text(&o["message"]).chars().take(300).collect();
+        let message = text(&o["message"]);
         let _ = write!(
             body,
             "<tr class=\"object\"><td><a href=\"{}\">{}</a></td><td class=\"state\">{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             {}<td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>",
             esc(&href),
             esc(&key),
             esc(&text(&o["state"])),
+            conditions(&o["conditions"]),
             esc(&text(&o["trigger"])),
             esc(&text(&o["attempt"])),
             esc(&text(&o["reason"])),
-            esc(&message),
+            cut_cell("message", &message, MESSAGE_CELL_CHARS),
             esc(&text(&o["next"])),
         );
     }
@@ -270,17 +276,45 @@ pub(crate) async fn object(
     if let Some(next) = last.and_then(|r| r["next"].as_str()) {
         let _ = write!(body, ", next try at {}", esc(next));
     }
-    body.push_str("</p>");
+    body.push_str("</p><table id=\"conditions\"><tr><th>Ready</th><th>Reconciling</th><th>Stalled</th></tr><tr>");
+    body.push_str(&conditions(&record["conditions"]));
+    body.push_str("</tr></table>");
+    if record["conditions"]["stalled"] == true {
+        body.push_str(
+            "<p id=\"stalled\">Stalled: a retry alone is not expected to fix it; ork still retries at its backoff's pace, but it takes a change to the CR, the Katalog, the service or ork's RBAC.</p>",
+        );
+    }
     if let Some(message) = last.and_then(|r| r["message"].as_str()) {
         let _ = write!(
             body,
-            "<h2>Last error ({})</h2><pre id=\"error\">{}</pre>",
+            "<h2>Last error ({})</h2><pre id=\"error\" class=\"wrap\">{}</pre>",
             esc(&text(&last.map_or(Value::Null, |r| r["reason"].clone()))),
             esc(message)
         );
     }
-    body.push_str("<h2>Children (the last plan)</h2><ul id=\"plan\">");
-    match records.iter().find_map(|r| r["plan"]["steps"].as_array()) {
+    let planned = records
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| Some((i, r, r["plan"]["steps"].as_array()?)));
+    match planned {
+        Some((newer, r, _)) => {
+            let _ = write!(
+                body,
+                "<h2>Children, as the reconcile at {} planned them ({} #{}{})</h2>",
+                esc(&text(&r["at"])),
+                esc(&text(&r["trigger"])),
+                esc(&text(&r["attempt"])),
+                if newer > 0 {
+                    format!("; {newer} newer reconcile(s) applied no answer")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        None => body.push_str("<h2>Children</h2>"),
+    }
+    body.push_str("<ul id=\"plan\">");
+    match planned.map(|(_, _, steps)| steps) {
         Some(steps) => {
             for s in steps {
                 let _ = write!(
@@ -342,6 +376,42 @@ pub(crate) async fn object(
     page(&format!("ork: {key}"), &body).into_response()
 }
 
+/// How many characters of a message the objects table shows; the CR's page has it whole.
+const MESSAGE_CELL_CHARS: usize = 300;
+
+/// The Ready, Reconciling and Stalled cells of `c` (`{ready, reconciling, stalled}`).
+fn conditions(c: &Value) -> String {
+    let mut out = String::new();
+    for (field, class) in [
+        ("ready", "is-ready"),
+        ("reconciling", "is-reconciling"),
+        ("stalled", "is-stalled"),
+    ] {
+        let on = c[field] == true;
+        let _ = write!(
+            out,
+            "<td class=\"condition {class}{}\" data-condition=\"{field}\">{}</td>",
+            if on { " on" } else { "" },
+            if on { "True" } else { "False" }
+        );
+    }
+    out
+}
+
+/// A table cell of `text` cut at `max` characters: a cut one ends in an ellipsis and carries
+/// the whole text as its title (shown on hover), so a cut never reads as the whole.
+fn cut_cell(name: &str, text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return format!("<td class=\"{name}\">{}</td>", esc(text));
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!(
+        "<td class=\"{name} cut\" title=\"{}\">{}…</td>",
+        esc(text),
+        esc(&cut)
+    )
+}
+
 fn not_found(entry: &str) -> Response {
     (
         StatusCode::NOT_FOUND,
@@ -361,6 +431,9 @@ fn page(title: &str, body: &str) -> impl IntoResponse {
          body{{font:14px system-ui,sans-serif;margin:1.5em;color:#222}}\
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}}\
          th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:.5em;overflow:auto;max-height:30em}}\
+         pre.wrap{{white-space:pre-wrap;overflow-wrap:anywhere}}\
+         td.message{{max-width:40em;white-space:normal;overflow-wrap:anywhere}}\
+         td.condition.on.is-ready{{color:#176f2c}}td.condition.on.is-stalled{{color:#a4161a}}\
          .healthy,.ready{{color:#176f2c}}.degraded,.failed{{color:#a4161a}}\
          ul#counts li{{display:inline;margin-right:1.5em}}form#signout{{float:right}}</style></head><body>\
          <form id=\"signout\" method=\"post\" action=\"/status/logout\"><button>Sign out</button></form>\

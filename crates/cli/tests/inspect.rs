@@ -275,7 +275,14 @@ fn tempfile_dir(prefix: &str) -> Result<std::path::PathBuf> {
 async fn the_status_page_in_chromium_shows_the_entry_the_counts_and_a_failing_cr() -> Result<()> {
     let svc = FakeService::start(|req| {
         if req["object"]["metadata"]["name"] == "bad" {
-            Reply::Respond(500, "quota exceeded in region <eu-1>".into())
+            // A long error whose suggested fix comes last (issue 46.4: it scrolled out of sight).
+            Reply::Respond(
+                500,
+                format!(
+                    "quota exceeded in region <eu-1>: {}to fix it, raise the quota",
+                    "the tenant holds too many volumes; ".repeat(12)
+                ),
+            )
         } else {
             webapp_answer(req)
         }
@@ -311,11 +318,43 @@ async fn the_status_page_in_chromium_shows_the_entry_the_counts_and_a_failing_cr
     }
     let link = format!(r#"<a href="/status/webapp/{}/bad">"#, ns.name);
     assert!(entry.contains(&link), "{entry}");
+    // Ready, Reconciling and Stalled per CR; a cut message ends in an ellipsis and keeps the
+    // whole text (the fix included) in its title.
+    let row = |name: &str| -> String {
+        let at = entry
+            .find(&format!(r#"/{name}">"#))
+            .unwrap_or_else(|| panic!("{name}'s row in {entry}"));
+        let end = entry[at..].find("</tr>").map_or(entry.len(), |e| at + e);
+        entry[at..end].to_string()
+    };
+    let good = row("good");
+    assert!(
+        good.contains(r#"data-condition="ready">True</td>"#)
+            && good.contains(r#"data-condition="stalled">False</td>"#),
+        "{good}"
+    );
+    let bad = row("bad");
+    assert!(
+        bad.contains(r#"data-condition="ready">False</td>"#)
+            && bad.contains(r#"data-condition="reconciling">True</td>"#),
+        "{bad}"
+    );
+    assert!(
+        bad.contains(r#"class="message cut""#) && bad.contains("…</td>"),
+        "{bad}"
+    );
+    assert!(
+        bad.contains("to fix it, raise the quota\""),
+        "the title is whole: {bad}"
+    );
 
     let url = format!("{base}/status/webapp/{}/bad", ns.name);
     let explain = chromium(&["--dump-dom"], &url)?;
     for expected in [
         "quota exceeded in region &lt;eu-1&gt;",
+        "to fix it, raise the quota</pre>",
+        r#"<pre id="error" class="wrap">"#,
+        r#"<table id="conditions">"#,
         "ServiceError",
         r#"<table id="timeline">"#,
         r#"<pre id="request">"#,

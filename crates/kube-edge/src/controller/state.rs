@@ -584,8 +584,21 @@ impl EntryState {
             "key": key,
             "known": self.index.has_cr(key),
             "state": self.state_of(key),
+            "conditions": self.kstatus(key),
             "records": self.recorder.show(key),
         })
+    }
+
+    /// The kstatus conditions ork's last reconcile of `key` wrote on the CR, as
+    /// `{ready, reconciling, stalled}` (all false before its first reconcile here): `Ready`
+    /// after a success, `Stalled` after a failure a retry alone is not expected to fix (ork
+    /// still retries it), `Reconciling` otherwise.
+    fn kstatus(&self, key: &str) -> Value {
+        let last = self.recorder.last(key);
+        let ready = last.is_some_and(|r| r.outcome == "ok");
+        let stalled = last.is_some_and(|r| r.outcome == "error" && r.stalled);
+        let reconciling = last.is_some() && !ready && !stalled;
+        json!({"ready": ready, "reconciling": reconciling, "stalled": stalled})
     }
 
     /// Where `key` stands: in flight, queued, backing off after failures, or how its last
@@ -627,6 +640,7 @@ impl EntryState {
                     "message": last.and_then(|r| r.message.clone()),
                     "attempt": self.schedule.attempt(key),
                     "next": last.and_then(|r| r.next).map(super::recorder::rfc3339),
+                    "conditions": self.kstatus(key),
                 })
             })
             .collect();
