@@ -303,3 +303,91 @@ fn the_orkestra_remote_example_service_conforms_with_its_token() -> Result<()> {
     );
     Ok(())
 }
+
+/// A service that crashes on every request (closes the connection) or refuses every CR with
+/// `result: error`, written as its author would, in Python.
+fn write_service(dir: &Path, mode: &str) -> Result<PathBuf> {
+    let script = dir.join(format!("{mode}.py"));
+    std::fs::write(
+        &script,
+        format!(
+            r#"import json, os, socket
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+MODE = "{mode}"
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        if MODE == "crash":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        body = json.dumps({{"result": "error", "error": "no quota for this tenant"}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H)
+print("listening on 127.0.0.1:%d" % s.server_port, flush=True)
+s.serve_forever()
+"#
+        ),
+    )?;
+    Ok(script)
+}
+
+/// Issue 46 (5): FAIL lines carried the transport error alone, the concurrency check blamed
+/// concurrency when each request failed on its own, and `result: error` counted as PASS with
+/// nothing said.
+#[test]
+fn conform_names_the_values_a_service_failed_on_and_blames_nothing_else() -> Result<()> {
+    let dir = temp("crash");
+    let crash = Python::start(&write_service(&dir, "crash")?)?;
+    let katalog = faulty_katalog(&dir, crash.port)?;
+    let args = [
+        "conform",
+        "-k",
+        &katalog.to_string_lossy(),
+        "--entry",
+        "gadget",
+    ];
+    let out = ork(&dir, &args);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    let protocol = section(&shown, "protocol: every field of the schema").join("\n");
+    assert!(
+        protocol.contains("closed the connection without answering")
+            && protocol.contains("sent for a CR with spec {"),
+        "the failure names the request's values: {protocol}"
+    );
+    let concurrency = section(&shown, "concurrency").join("\n");
+    assert!(
+        concurrency
+            .starts_with("SKIP concurrency: each request that failed at once failed alone too"),
+        "{shown}"
+    );
+    drop(crash);
+
+    let dir = temp("refuses");
+    let refuses = Python::start(&write_service(&dir, "refuses")?)?;
+    let katalog = faulty_katalog(&dir, refuses.port)?;
+    let args = [
+        "conform",
+        "-k",
+        &katalog.to_string_lossy(),
+        "--entry",
+        "gadget",
+    ];
+    let out = ork(&dir, &args);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    let protocol = section(&shown, "protocol: every field of the schema").join("\n");
+    assert!(
+        protocol.starts_with("FAIL protocol: every field of the schema:")
+            && protocol.contains("result: error for a CR its schema allows")
+            && protocol.contains("the service's error: no quota for this tenant"),
+        "{shown}"
+    );
+    Ok(())
+}

@@ -137,7 +137,23 @@ async fn timed<T>(
 
 /// What is wrong with one answer: no answer at all, or every way it breaks the protocol.
 /// Returns the answer when it is valid, and the protocol's warnings.
+///
+/// A failure ends with the line naming what the request carried (the CR's spec), so that the
+/// values the service failed on are in the report, not only the transport's error.
 fn judge(
+    sent: &Sent,
+    built: &Built,
+    promises: &Promises,
+) -> (Result<Vec<u8>, Vec<String>>, Vec<String>) {
+    let (judged, notes) = judge_answer(sent, &built.policy, promises);
+    let judged = judged.map_err(|mut problems| {
+        problems.push(format!("sent for a CR with spec {}", spec_shown(&built.cr)));
+        problems
+    });
+    (judged, notes)
+}
+
+fn judge_answer(
     sent: &Sent,
     policy: &Policy,
     promises: &Promises,
@@ -174,6 +190,36 @@ fn judge(
     }
 }
 
+/// The service's own error in a valid answer (`result: error`, or `error`), if any: ork
+/// would record `ServiceReported` and retry, never apply it.
+fn reported_error(answer: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(answer).ok()?;
+    let message = v["error"].as_str().filter(|e| !e.is_empty());
+    if v["result"] == "error" || message.is_some() {
+        return Some(
+            message
+                .unwrap_or("(no message)")
+                .chars()
+                .take(300)
+                .collect(),
+        );
+    }
+    None
+}
+
+/// A CR's spec in one line, cut at 300 characters.
+fn spec_shown(cr: &Value) -> String {
+    let text = cr
+        .get("spec")
+        .map_or_else(|| "(none)".to_string(), Value::to_string);
+    if text.chars().count() > 300 {
+        let cut: String = text.chars().take(300).collect();
+        format!("{cut}… ({} bytes)", text.len())
+    } else {
+        text
+    }
+}
+
 /// The request of `key`, or the check's verdict when there is none.
 fn build(prober: &mut Prober, key: &str, finalizing: bool) -> Result<Built, Found> {
     prober.build(key, finalizing).map_err(|e| match e {
@@ -200,8 +246,25 @@ async fn protocol(
         Err(found) => return (found, None, None),
     };
     let sent = prober.send(&built.cr, built.body.clone()).await;
-    let (judged, notes) = judge(&sent, &built.policy, promises);
+    let (judged, notes) = judge(&sent, &built, promises);
     match judged {
+        Ok(answer) if reported_error(&answer).is_some() => {
+            let message = reported_error(&answer).unwrap_or_default();
+            (
+                (
+                    format!(
+                        "{key}: the answer follows protocol v1, but it is result: error for a CR its schema allows: ork would record ServiceReported and retry it, never reconcile it"
+                    ),
+                    Verdict::Fail(vec![
+                        format!("the service's error: {message}"),
+                        format!("sent for a CR with spec {}", spec_shown(&built.cr)),
+                    ]),
+                    notes,
+                ),
+                Some(built),
+                None,
+            )
+        }
         Ok(answer) => (
             (
                 format!(
@@ -266,7 +329,7 @@ async fn unknown_fields(
         Err(why) => return ("not checked".into(), Verdict::Fail(vec![why]), Vec::new()),
     };
     let sent = prober.send(&built.cr, body).await;
-    let (judged, notes) = judge(&sent, &built.policy, promises);
+    let (judged, notes) = judge(&sent, built, promises);
     let answer = match judged {
         Ok(a) => a,
         Err(problems) => {
@@ -317,7 +380,7 @@ async fn large(prober: &mut Prober, (key, bulk): &(String, String), promises: &P
     };
     let size = built.body.len();
     let sent = prober.send(&built.cr, built.body.clone()).await;
-    let (judged, notes) = judge(&sent, &built.policy, promises);
+    let (judged, notes) = judge(&sent, &built, promises);
     let what = format!(
         "a request of {:.1} MiB ({bulk} holds the bulk)",
         size as f64 / (1024.0 * 1024.0)
@@ -354,7 +417,7 @@ async fn finalizing(prober: &mut Prober, key: &str, promises: &Promises) -> Foun
         Err(found) => return found,
     };
     let sent = prober.send(&built.cr, built.body.clone()).await;
-    let (judged, notes) = judge(&sent, &built.policy, promises);
+    let (judged, notes) = judge(&sent, &built, promises);
     let answer = match judged {
         Ok(a) => a,
         Err(problems) => {
@@ -404,13 +467,15 @@ async fn concurrency(prober: &mut Prober, keys: &[String], promises: &Promises) 
     let n = built.len();
     let mut problems = Vec::new();
     let mut notes = Vec::new();
+    // Requests that fail when sent alone say nothing of concurrency: told apart.
+    let mut failed_alone = Vec::new();
     for ((b, alone), together) in built.iter().zip(&alone).zip(&together) {
-        let (first, _) = judge(alone, &b.policy, promises);
-        let (second, warnings) = judge(together, &b.policy, promises);
+        let (first, _) = judge(alone, b, promises);
+        let (second, warnings) = judge(together, b, promises);
         notes.extend(warnings);
         match (first, second) {
             (Err(why), _) => {
-                problems.extend(why.into_iter().map(|w| format!("{} alone: {w}", b.key)))
+                failed_alone.extend(why.into_iter().map(|w| format!("{} alone: {w}", b.key)))
             }
             (Ok(_), Err(why)) => problems.extend(why.into_iter().map(|w| {
                 format!(
@@ -429,6 +494,24 @@ async fn concurrency(prober: &mut Prober, keys: &[String], promises: &Promises) 
     notes.sort();
     notes.dedup();
     let slowest = together.iter().map(|s| s.took).max().unwrap_or_default();
+    if problems.is_empty() && !failed_alone.is_empty() {
+        // Nothing failed that did not fail alone: not a concurrency problem.
+        notes.extend(failed_alone);
+        return (
+            "not judged".into(),
+            Verdict::Skip(format!(
+                "each request that failed at once failed alone too, so the service's concurrency is not what failed (see the protocol checks); {n} requests sent"
+            )),
+            notes,
+        );
+    }
+    if !failed_alone.is_empty() {
+        problems.push(format!(
+            "besides: {} request(s) failed alone too, which is not concurrency's doing",
+            failed_alone.len()
+        ));
+        problems.extend(failed_alone);
+    }
     if problems.is_empty() {
         (
             format!(
@@ -501,7 +584,7 @@ async fn sent_again(
     texts: Again,
 ) -> Found {
     let sent = prober.send(&built.cr, body).await;
-    let (judged, notes) = judge(&sent, &built.policy, promises);
+    let (judged, notes) = judge(&sent, built, promises);
     let answer = match judged {
         Ok(a) => a,
         Err(problems) => return (texts.unusable.into(), Verdict::Fail(problems), notes),
