@@ -59,6 +59,14 @@ fn main() -> ExitCode {
 }
 
 fn cluster_command(action: &str, args: &[&str]) -> Result<()> {
+    if args.iter().any(|a| matches!(*a, "--help" | "-h")) {
+        println!(
+            "usage: cargo xtask cluster {action} [--version X.Y.Z|newest|oldest]\n\n  up      build (once per machine, cached under ~/.cache/ork or $ORK_CACHE) and start etcd and kube-apiserver on loopback; prints the kubeconfig\n  down    stop the cluster of that version\n  status  what runs, and the kubeconfig\n\n  --version  the Kubernetes version (default {newest}; oldest {oldest})",
+            newest = cluster::NEWEST,
+            oldest = cluster::OLDEST,
+        );
+        return Ok(());
+    }
     let (version, rest) = take_version(args)?;
     if let Some(other) = rest.first() {
         return Err(format!("cluster {action}: unknown argument {other:?}").into());
