@@ -37,24 +37,22 @@ pub(crate) const COOKIE: &str = "ork_token";
 /// The token a request carries: its bearer token (the scheme in any case, as RFC 9110 has
 /// it), else the status page's cookie.
 pub(crate) fn token_of(headers: &HeaderMap) -> Option<String> {
+    use ork_kube::access::request::{bearer, cookie};
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim_start().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim())
-        .filter(|t| !t.is_empty());
-    if let Some(t) = bearer {
-        return Some(t.to_string());
-    }
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().strip_prefix(&format!("{COOKIE}=")))
+        .and_then(bearer);
+    bearer
+        .or_else(|| {
+            cookie(
+                headers
+                    .get_all(header::COOKIE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+                COOKIE,
+            )
+        })
         .map(str::to_string)
-        .find(|t| !t.is_empty())
 }
 
 /// What a reader of `entry` must be allowed (`list` on its CRs), while the runtime serves it:

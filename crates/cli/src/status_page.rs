@@ -71,37 +71,20 @@ fn see_overview(cookie: &str) -> Response {
     resp
 }
 
-/// Where a same-origin form was posted from.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct SameOrigin {
-    /// Over HTTPS.
-    pub secure: bool,
-}
+pub(crate) use ork_kube::access::request::SameOrigin;
 
 /// `Some` when the browser says the form came from this page: `Sec-Fetch-Site: same-origin`,
 /// or an `Origin` whose host and port are the request's `Host`. Without either (another site's
 /// form, or a client that says nothing), `None`.
 pub(crate) fn same_origin(headers: &HeaderMap) -> Option<SameOrigin> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let origin = text("origin").filter(|o| *o != "null");
-    let secure = origin.is_some_and(|o| o.starts_with("https://"))
-        || text("x-forwarded-proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
-    let fetch_site = text("sec-fetch-site");
-    let host = text("host");
-    let origin_matches = match (origin, host) {
-        (Some(origin), Some(host)) => origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-            .is_some_and(|authority| authority.eq_ignore_ascii_case(host)),
-        _ => false,
-    };
-    // A browser that sends Sec-Fetch-Site is believed over Origin; one that says cross-site
-    // is refused whatever its Origin says.
-    let allowed = match fetch_site {
-        Some(site) => site == "same-origin",
-        None => origin_matches,
-    };
-    allowed.then_some(SameOrigin { secure })
+    ork_kube::access::request::FormOrigin {
+        origin: text("origin"),
+        host: text("host"),
+        sec_fetch_site: text("sec-fetch-site"),
+        forwarded_proto: text("x-forwarded-proto"),
+    }
+    .same_origin()
 }
 
 /// The answer to a form another site posted.

@@ -93,6 +93,11 @@ fn list() {
 }
 
 #[test]
+fn inspector() {
+    short("inspector", 3000);
+}
+
+#[test]
 fn every_target_has_a_short_run() {
     let here = include_str!("short.rs");
     for t in targets::ALL {

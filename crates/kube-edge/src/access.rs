@@ -9,6 +9,7 @@
 //! rationed ([`memo`]), so a flood of requests costs the API server a bounded number of calls.
 
 pub mod memo;
+pub mod request;
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};

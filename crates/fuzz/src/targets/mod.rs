@@ -4,6 +4,7 @@
 mod answer;
 mod cr;
 mod duration;
+mod inspector;
 mod katalog;
 mod list;
 mod template;
@@ -22,6 +23,7 @@ pub static ALL: &[&dyn Target] = &[
     &answer::Answers,
     &list::Lists,
     &text::Text,
+    &inspector::Inspector,
 ];
 
 /// The target called `name`.
