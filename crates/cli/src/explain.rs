@@ -115,31 +115,25 @@ async fn run(args: ExplainArgs) -> Result<(String, bool)> {
         server: server.clone(),
         token,
     };
-    let katalog = ork.get("/katalog").await?;
-    let entry = katalog["entries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|e| e["apiVersion"] == resource.api_version && e["kind"] == resource.kind)
-        .and_then(|e| e["name"].as_str())
-        .with_context(|| {
-            format!(
-                "no entry of the ork at {server} reconciles {} ({})",
-                resource.kind, resource.api_version
-            )
-        })?
-        .to_string();
+    // The record is asked for by the CR's type (`Kind.group`), which needs only `get` on this
+    // CR: a tenant of one namespace may explain its CRs without listing every entry's.
+    let by_type = format!("{}.{}", resource.kind, resource.group);
     let path = match cr.namespace() {
-        Some(ns) => format!("/katalog/{entry}/objects/{ns}/{name}"),
-        None => format!("/katalog/{entry}/objects/{name}"),
+        Some(ns) => format!("/katalog/{by_type}/objects/{ns}/{name}"),
+        None => format!("/katalog/{by_type}/objects/{name}"),
     };
-    let record = ork.get(&path).await?;
+    let record = ork.get(&path).await.with_context(|| {
+        format!(
+            "no record of {} {name} at the ork at {server} (does an entry of it reconcile {} ({})?)",
+            resource.kind, resource.kind, resource.api_version
+        )
+    })?;
     let ready = condition(&cr, "Ready").is_some_and(|c| c["status"] == "True");
     if let Some(dir) = &args.save {
         save(dir, &cr, &record)?;
     }
     if args.json {
-        let out = json!({"object": cr, "entry": entry, "inspect": record});
+        let out = json!({"object": cr, "entry": record["entry"], "inspect": record});
         return Ok((format!("{}\n", serde_json::to_string_pretty(&out)?), ready));
     }
     let mut text = render(&resource.kind, &cr, &record, args.full);

@@ -57,6 +57,23 @@ pub(crate) fn token_of(headers: &HeaderMap) -> Option<String> {
 
 /// What a reader of `entry` must be allowed (`list` on its CRs), while the runtime serves it:
 /// a Katalog entry or a Metacontroller controller's, as they are now.
+/// The entry a path names: by its name, or by its CRs' type as `Kind.group` (what `ork explain`
+/// asks by, so that a caller who may read one CR need not `list` every entry to find its
+/// name); `None` when no entry, or more than one, has that type.
+pub(crate) fn resolve_entry(runtime: &Runtime, segment: &str) -> Option<String> {
+    if runtime.config(segment).is_some() {
+        return Some(segment.to_string());
+    }
+    let mut by_type = runtime.entry_configs().into_iter().filter(|(_, e)| {
+        let t = &e.api_types;
+        !t.kind.is_empty() && format!("{}.{}", t.kind, t.group) == segment
+    });
+    match (by_type.next(), by_type.next()) {
+        (Some((name, _)), None) => Some(name),
+        _ => None,
+    }
+}
+
 pub(crate) fn entry_check(runtime: &Runtime, entry: &str) -> Option<ReadCheck> {
     runtime.config(entry).map(|e| ReadCheck::list_of(&e))
 }

@@ -249,6 +249,7 @@ async fn record(
     namespace: Option<String>,
     name: String,
 ) -> Response {
+    let entry = crate::guard::resolve_entry(&runtime, &entry).unwrap_or(entry);
     let Some(check) = crate::guard::entry_check(&runtime, &entry) else {
         return guard.unknown(peer, &headers, no_entry(&entry)).await;
     };
@@ -261,7 +262,11 @@ async fn record(
         None => name,
     };
     match runtime.inspect(&entry, Some(key)).await {
-        Some(v) => json(StatusCode::OK, &v),
+        Some(mut v) => {
+            // Asked for by type, the answer says which entry it is.
+            v["entry"] = serde_json::Value::String(entry);
+            json(StatusCode::OK, &v)
+        }
         None => no_entry(&entry),
     }
 }

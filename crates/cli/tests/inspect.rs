@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use ork_test_support::fake_service::{FakeService, Reply, webapp_answer};
 use ork_test_support::{TestNamespace, apply_yaml, client, wait_for};
 use serde_json::{Value, json};
@@ -961,5 +961,96 @@ async fn a_bearer_scheme_in_lower_case_is_accepted() -> Result<()> {
             .await?;
         assert_eq!(resp.status(), 200, "{scheme}");
     }
+    Ok(())
+}
+
+/// Finding L8 of issue 47: `ork explain` first read `/katalog`, which needs `list` on every
+/// entry's CRs (cluster-wide for an entry of several namespaces), so a tenant who may only
+/// `get` their own CR could not explain it. It now asks for the record by the CR's type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_who_may_only_get_their_cr_explains_it() -> Result<()> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let svc = FakeService::start(webapp_answer).await?;
+    let admin = client().await?;
+    let (ns, other) = (
+        TestNamespace::create(&admin).await?,
+        TestNamespace::create(&admin).await?,
+    );
+    // Two namespaces: the entry watches cluster-wide, so `/katalog` needs a cluster-wide list.
+    let katalog = katalog(&ns.name, &http(&svc.url), "").replace(
+        &format!("      namespace: {}\n", ns.name),
+        &format!("      allowedNamespaces: [{}, {}]\n", ns.name, other.name),
+    );
+    assert!(
+        katalog.contains("allowedNamespaces"),
+        "the fixture's entry has two namespaces"
+    );
+    let (client, ork) = start_katalog(&ns, &katalog).await?;
+    create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = webapps(&client, &ns.name).await?;
+    wait_ready(&api, "web", "True").await?;
+    // The tenant: `get` on WebApps of its namespace, nothing else.
+    for (kind, doc) in [
+        (
+            "ServiceAccount",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "tenant"}}),
+        ),
+        (
+            "Role",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "webapp-reader"},
+            "rules": [{"apiGroups": ["demo.ork.dev"], "resources": ["webapps"], "verbs": ["get"]}]}),
+        ),
+        (
+            "RoleBinding",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "tenant-reads-webapps"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "webapp-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": ns.name}]}),
+        ),
+    ] {
+        apply_yaml(&admin, &doc.to_string(), &ns.name)
+            .await
+            .with_context(|| format!("applying the tenant's {kind}"))?;
+    }
+    assert!(
+        kube::Api::<ServiceAccount>::namespaced(admin.clone(), &ns.name)
+            .get_opt("tenant")
+            .await?
+            .is_some()
+            && kube::Api::<Role>::namespaced(admin.clone(), &ns.name)
+                .get_opt("webapp-reader")
+                .await?
+                .is_some()
+            && kube::Api::<RoleBinding>::namespaced(admin.clone(), &ns.name)
+                .get_opt("tenant-reads-webapps")
+                .await?
+                .is_some(),
+        "the tenant's RBAC exists"
+    );
+    let token = service_account_token(&admin, &ns.name, "tenant").await?;
+    let dir = std::env::temp_dir().join(format!("ork-tenant-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    kubeconfig_with_token(&token, &kubeconfig)?;
+    let server = format!("http://{}", ork.http().await?);
+    // The tenant may not list the entry's CRs: /katalog is closed to it.
+    assert_eq!(get_as(ork.http().await?, "/katalog", &token).await?.0, 403);
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["explain", "webapp/web", "-n", &ns.name, "--server", &server])
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(": Ready since") && text.contains("last reconciles"),
+        "{text}"
+    );
     Ok(())
 }
