@@ -28,6 +28,15 @@ pub struct RunArgs {
     /// documents each). The Katalog is then optional.
     #[arg(long = "controllers", value_name = "FILE")]
     pub controllers: Vec<PathBuf>,
+    /// Reconciles in flight at once for each Metacontroller controller (Metacontroller's
+    /// `--workers`).
+    #[arg(
+        long = "controller-workers",
+        value_name = "N",
+        default_value_t = 5,
+        env = "ORK_CONTROLLER_WORKERS"
+    )]
+    pub controller_workers: u32,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,

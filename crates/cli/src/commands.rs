@@ -132,6 +132,8 @@ impl Command {
             | Command::Generate(Generate::Rbac { katalog, .. })
             | Command::Generate(Generate::Bundle(Install { katalog, .. }))
             | Command::Generate(Generate::Values(Install { katalog, .. })) => Some(katalog),
+            // Controllers alone need no Katalog.
+            Command::Run(args) if args.metacontroller || !args.controllers.is_empty() => None,
             Command::Run(args) => Some(&args.katalog),
             Command::Simulate(args) if !args.files.is_empty() => None,
             Command::Simulate(args) => Some(&args.katalog),

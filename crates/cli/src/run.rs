@@ -96,6 +96,7 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         guard_own_namespace: chosen,
         katalog_dir: crate::args::folder_of(&args.katalog),
         dev_files: !args.no_dev_files,
+        controller_workers: args.controller_workers,
     };
     // Which API server, over which HTTP; a cluster that keeps `/version` from ork is no reason
     // not to start (the permission check below says whether ork can do its work).

@@ -147,6 +147,24 @@ fn without_k_the_katalog_yaml_of_the_current_folder_is_validated() {
             "{args:?}: {stderr}"
         );
     }
+    // Issue 49: Metacontroller's controllers alone need no Katalog (`ork run
+    // --metacontroller`, the migration guide's first command, exited 2 here).
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args([
+            "run",
+            "--metacontroller",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ])
+        .current_dir(&empty)
+        .output()
+        .expect("ork runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no Katalog"), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/kubeconfig"),
+        "it got as far as the kubeconfig: {stderr}"
+    );
     let _ = std::fs::remove_dir_all(&empty);
 }
 

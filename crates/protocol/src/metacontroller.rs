@@ -338,12 +338,17 @@ impl RelatedRule {
     /// Whether `object` (of this rule's type) is selected.
     pub fn selects(&self, object: &Value) -> bool {
         let meta = |k: &str| object.pointer(&format!("/metadata/{k}"));
-        if let Some(labels) = &self.match_labels {
-            return labels
-                .iter()
-                .all(|(k, v)| meta("labels").and_then(|l| l.get(k)) == Some(v));
-        }
         let ns = meta("namespace").and_then(Value::as_str);
+        if let Some(labels) = &self.match_labels {
+            // v2: a label selector is scoped by `namespace` when the rule names one.
+            return self
+                .namespace
+                .as_deref()
+                .is_none_or(|want| ns == Some(want))
+                && labels
+                    .iter()
+                    .all(|(k, v)| meta("labels").and_then(|l| l.get(k)) == Some(v));
+        }
         if self
             .namespace
             .as_deref()
@@ -360,8 +365,8 @@ impl RelatedRule {
 /// namespace + names}]}`.
 ///
 /// # Errors
-/// Not that shape, a rule with both a label selector and namespace/names, or `matchExpressions`
-/// (not supported yet: refused, never ignored).
+/// Not that shape, a rule with both a label selector and names, or `matchExpressions` or
+/// `namespaceSelector` (not supported yet: refused, never ignored).
 pub fn related_rules(body: &[u8]) -> Result<Vec<RelatedRule>, ResponseError> {
     let parsed = json::parse(body).map_err(|e| ResponseError::Malformed(e.to_string()))?;
     let rules = match parsed.value.get("relatedResources") {
@@ -407,9 +412,16 @@ pub fn related_rules(body: &[u8]) -> Result<Vec<RelatedRule>, ResponseError> {
                 }
                 Some(other) => return Err(wrong(&format!("{at}.labelSelector"), "an object", other)),
             };
-            if match_labels.is_some() && (namespace.is_some() || !names.is_empty()) {
+            // As Metacontroller decides: names go with no selector; a label selector may be
+            // scoped by a namespace.
+            if match_labels.is_some() && !names.is_empty() {
                 return Err(ResponseError::Invalid(format!(
-                    "{at} has both labelSelector and namespace/names; Metacontroller allows one or the other"
+                    "{at} has both labelSelector and names; Metacontroller allows one or the other"
+                )));
+            }
+            if r.get("namespaceSelector").is_some_and(|v| !v.is_null()) {
+                return Err(ResponseError::Invalid(format!(
+                    "{at}.namespaceSelector is not supported by ork yet; use labelSelector with namespace, or one rule per namespace"
                 )));
             }
             Ok(RelatedRule {
@@ -538,5 +550,17 @@ mod tests {
         let both = json!({"relatedResources": [{"apiVersion": "v1", "resource": "configmaps",
             "labelSelector": {"matchLabels": {}}, "names": ["x"]}]});
         assert!(related_rules(both.to_string().as_bytes()).is_err());
+        // Issue 49 (configmap-list-v2): v2 scopes a label selector by a namespace.
+        let scoped = related_rules(
+            json!({"relatedResources": [{"apiVersion": "v1", "resource": "configmaps",
+                "namespace": "src", "labelSelector": {"matchLabels": {"team": "a"}}}]})
+            .to_string()
+            .as_bytes(),
+        )
+        .expect("labelSelector with namespace");
+        let cm = |ns: &str, team: &str| json!({"metadata": {"name": "c", "namespace": ns, "labels": {"team": team}}});
+        assert!(scoped[0].selects(&cm("src", "a")));
+        assert!(!scoped[0].selects(&cm("other", "a")), "another namespace");
+        assert!(!scoped[0].selects(&cm("src", "b")), "other labels");
     }
 }

@@ -36,6 +36,9 @@ pub struct RunOptions {
     pub katalog_dir: PathBuf,
     /// Apply the entries' `setup` and `crFiles` (development helpers; `--no-dev-files` off).
     pub dev_files: bool,
+    /// Reconciles in flight at once for each Metacontroller controller (Metacontroller's
+    /// `--workers`, whose default of 5 is ork's too).
+    pub controller_workers: u32,
 }
 
 #[derive(Debug, thiserror::Error)]

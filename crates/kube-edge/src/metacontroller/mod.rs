@@ -220,19 +220,30 @@ impl Runtime {
             let (parent, namespaced) = match wait_for_cr_type(&client, &types, &name).await {
                 Ok(found) => found,
                 Err(e) => {
-                    tracing::error!(error = %e, "CompositeController not run: its parent type");
+                    tracing::error!(error = %e, "controller not run: its parent type");
                     return;
                 }
             };
-            let entry = match composite.entry(&parent.kind, namespaced) {
+            let kind = if composite.decorator.is_some() {
+                "DecoratorController"
+            } else {
+                "CompositeController"
+            };
+            let mut entry = match composite.entry(&parent.kind, namespaced) {
                 Ok(entry) => entry,
                 Err(e) => {
-                    tracing::error!(error = %e, "CompositeController not run");
+                    tracing::error!(error = %e, "{kind} not run");
                     return;
                 }
             };
+            entry.operator_box.reconcile.workers = options.controller_workers.max(1);
             runtime.add_entry(&name, entry.clone());
-            tracing::info!(parent = %parent.kind, hooks = ?composite.version, "serving CompositeController");
+            tracing::info!(
+                parent = %parent.kind,
+                hooks = ?composite.version,
+                workers = options.controller_workers.max(1),
+                "serving {kind}"
+            );
             let started = start_entry(
                 client,
                 name.clone(),
@@ -244,7 +255,7 @@ impl Runtime {
             )
             .await;
             if let Err(e) = started {
-                tracing::error!(error = %e, "CompositeController stopped");
+                tracing::error!(error = %e, "{kind} stopped");
             }
         }
         .instrument(span)
