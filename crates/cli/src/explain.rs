@@ -248,31 +248,9 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value, full: bool) -> String 
     if let Some(message) = last.and_then(|r| r["message"].as_str()) {
         let _ = writeln!(out, "\nlast error, whole:\n  {message}");
     }
-    // The plan shown is one reconcile's, said which: a newer reconcile that applied nothing
-    // (a failed call, a refused answer) leaves the children as that plan made them.
-    let planned = records
-        .iter()
-        .enumerate()
-        .find_map(|(i, r)| Some((i, r, r["plan"]["steps"].as_array()?)));
-    match planned {
-        Some((newer, r, _)) => {
-            let _ = write!(
-                out,
-                "\nchildren, as the reconcile at {} planned them ({} #{}",
-                text(&r["at"]),
-                text(&r["trigger"]),
-                r["attempt"].as_u64().unwrap_or(1)
-            );
-            if newer > 0 {
-                let _ = write!(out, "; {newer} newer reconcile(s) applied no answer");
-            }
-            let _ = writeln!(out, "):");
-        }
-        None => {
-            let _ = writeln!(out, "\nchildren:");
-        }
-    }
-    match planned.map(|(_, _, steps)| steps) {
+    let planned = Planned::find(&records);
+    let _ = writeln!(out, "\n{}:", Planned::heading(planned.as_ref(), "children"));
+    match planned.map(|p| p.steps) {
         Some(steps) if !steps.is_empty() => {
             for s in steps {
                 let _ = writeln!(out, "  {}", step(s));
@@ -342,6 +320,45 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value, full: bool) -> String 
     }
     let _ = writeln!(out, "\nasked at {}", Timestamp::now());
     out
+}
+
+/// The newest record with a plan: the children are as that reconcile planned them, as a newer
+/// one that applied nothing (a failed call, a refused answer) leaves them.
+pub(crate) struct Planned<'a> {
+    /// How many newer records applied no answer.
+    pub newer: usize,
+    pub record: &'a Value,
+    pub steps: &'a Vec<Value>,
+}
+
+impl<'a> Planned<'a> {
+    pub fn find(records: &'a [Value]) -> Option<Planned<'a>> {
+        records.iter().enumerate().find_map(|(newer, record)| {
+            Some(Planned {
+                newer,
+                record,
+                steps: record["plan"]["steps"].as_array()?,
+            })
+        })
+    }
+
+    /// `title` (`children`), and which reconcile planned them.
+    pub fn heading(planned: Option<&Planned<'_>>, title: &str) -> String {
+        let Some(p) = planned else {
+            return title.to_string();
+        };
+        let mut s = format!(
+            "{title}, as the reconcile at {} planned them ({} #{}",
+            text(&p.record["at"]),
+            text(&p.record["trigger"]),
+            p.record["attempt"].as_u64().unwrap_or(1)
+        );
+        if p.newer > 0 {
+            let _ = write!(s, "; {} newer reconcile(s) applied no answer", p.newer);
+        }
+        s.push(')');
+        s
+    }
 }
 
 /// How many reconciles the summary shows.

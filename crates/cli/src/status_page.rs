@@ -275,29 +275,16 @@ pub(crate) async fn object(
             esc(message)
         );
     }
-    let planned = records
-        .iter()
-        .enumerate()
-        .find_map(|(i, r)| Some((i, r, r["plan"]["steps"].as_array()?)));
-    match planned {
-        Some((newer, r, _)) => {
-            let _ = write!(
-                body,
-                "<h2>Children, as the reconcile at {} planned them ({} #{}{})</h2>",
-                esc(&text(&r["at"])),
-                esc(&text(&r["trigger"])),
-                esc(&text(&r["attempt"])),
-                if newer > 0 {
-                    format!("; {newer} newer reconcile(s) applied no answer")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        None => body.push_str("<h2>Children</h2>"),
-    }
-    body.push_str("<ul id=\"plan\">");
-    match planned.map(|(_, _, steps)| steps) {
+    let planned = crate::explain::Planned::find(&records);
+    let _ = write!(
+        body,
+        "<h2>{}</h2><ul id=\"plan\">",
+        esc(&crate::explain::Planned::heading(
+            planned.as_ref(),
+            "Children"
+        ))
+    );
+    match planned.map(|p| p.steps) {
         Some(steps) => {
             for s in steps {
                 let _ = write!(

@@ -342,19 +342,19 @@ s.serve_forever()
 /// nothing said.
 #[test]
 fn conform_names_the_values_a_service_failed_on_and_blames_nothing_else() -> Result<()> {
-    let dir = temp("crash");
-    let crash = Python::start(&write_service(&dir, "crash")?)?;
-    let katalog = faulty_katalog(&dir, crash.port)?;
-    let args = [
-        "conform",
-        "-k",
-        &katalog.to_string_lossy(),
-        "--entry",
-        "gadget",
-    ];
-    let out = ork(&dir, &args);
-    let shown = text(&out);
-    assert!(!out.status.success(), "{shown}");
+    // `ork conform` of the entry `gadget` against a service in `mode`: its report, after
+    // checking that the run failed.
+    let report = |mode: &str| -> Result<String> {
+        let dir = temp(mode);
+        let service = Python::start(&write_service(&dir, mode)?)?;
+        let katalog = faulty_katalog(&dir, service.port)?;
+        let katalog = katalog.to_string_lossy();
+        let out = ork(&dir, &["conform", "-k", &katalog, "--entry", "gadget"]);
+        let shown = text(&out);
+        anyhow::ensure!(!out.status.success(), "{mode}: the run must fail: {shown}");
+        Ok(shown)
+    };
+    let shown = report("crash")?;
     let protocol = section(&shown, "protocol: every field of the schema").join("\n");
     assert!(
         protocol.contains("closed the connection without answering")
@@ -367,21 +367,8 @@ fn conform_names_the_values_a_service_failed_on_and_blames_nothing_else() -> Res
             .starts_with("SKIP concurrency: each request that failed at once failed alone too"),
         "{shown}"
     );
-    drop(crash);
 
-    let dir = temp("refuses");
-    let refuses = Python::start(&write_service(&dir, "refuses")?)?;
-    let katalog = faulty_katalog(&dir, refuses.port)?;
-    let args = [
-        "conform",
-        "-k",
-        &katalog.to_string_lossy(),
-        "--entry",
-        "gadget",
-    ];
-    let out = ork(&dir, &args);
-    let shown = text(&out);
-    assert!(!out.status.success(), "{shown}");
+    let shown = report("refuses")?;
     let protocol = section(&shown, "protocol: every field of the schema").join("\n");
     assert!(
         protocol.starts_with("FAIL protocol: every field of the schema:")

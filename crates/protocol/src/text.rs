@@ -14,6 +14,21 @@ pub enum Keep {
     End,
 }
 
+/// `text` with every byte but RFC 3986's unreserved characters percent-encoded: a value
+/// printed into a URL's path stays one segment (`/` is `%2F`) and cannot start a query (`?`);
+/// the form a URL carries a secret in, for redaction.
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// `s` on one line, without control characters, at most `max_chars` characters: [`one_line`],
 /// then [`truncate`] keeping the start.
 pub fn clean_text(s: &str, max_chars: usize) -> String {

@@ -29,7 +29,7 @@ impl Redactor {
         }
         // Nor the literal alone: a service that echoes headers percent-encoded, or base64'd (a
         // Basic header, a debug dump), shows the secret in those forms, at any offset.
-        let encoded = percent_encoded(secret);
+        let encoded = ork_protocol::text::percent_encode(secret);
         if encoded != secret {
             self.secrets.push(encoded);
         }
@@ -89,19 +89,6 @@ fn base64_cores(secret: &[u8], alphabet: &[u8; 64]) -> Vec<String> {
         let end = whole.min(text.len());
         if end > skip && end - skip >= 8 {
             out.push(text[skip..end].to_string());
-        }
-    }
-    out
-}
-
-/// `secret` percent-encoded as a URL query value would carry it.
-fn percent_encoded(secret: &str) -> String {
-    let mut out = String::with_capacity(secret.len());
-    for b in secret.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
         }
     }
     out

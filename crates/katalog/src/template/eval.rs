@@ -141,7 +141,7 @@ impl<'c> Eval<'c> {
                         let mark = self.meter.mark();
                         let mut text = text_in(&v, &self.meter);
                         if self.url && past_authority(out) {
-                            text = percent_encode(&text);
+                            text = ork_protocol::text::percent_encode(&text);
                         } else if self.url && in_authority(out) {
                             refuse_outside_host(&text)?;
                         }
@@ -570,20 +570,6 @@ fn shorten(text: &str) -> String {
         s.push('…');
     }
     s
-}
-
-/// `text` with every byte but RFC 3986's unreserved characters percent-encoded: a value
-/// printed into a path stays one segment (`/` is `%2F`) and cannot start a query (`?`).
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Orkestra trims a rendered template of surrounding whitespace (not a literal value).
