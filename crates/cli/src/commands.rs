@@ -204,16 +204,19 @@ pub(crate) struct Target {
     /// Namespace ork runs in (holds its ServiceAccount, Lease and ConfigMap).
     #[arg(long, default_value = "ork-system")]
     namespace: String,
-    /// Name of the ServiceAccount, ClusterRole, ClusterRoleBinding and Deployment.
-    #[arg(long, default_value = "ork")]
-    name: String,
+    /// Name of the ServiceAccount, Roles, RoleBindings, Deployment, ClusterRole and
+    /// ClusterRoleBinding [default: `ork`, and `ork-<Katalog name>` for the ClusterRole and
+    /// ClusterRoleBinding, whose names every team of a cluster shares].
+    #[arg(long)]
+    name: Option<String>,
 }
 
 impl Target {
     pub fn names(&self) -> crate::generate::Names {
         crate::generate::Names {
             namespace: self.namespace.clone(),
-            name: self.name.clone(),
+            name: self.name.clone().unwrap_or_else(|| "ork".to_string()),
+            chosen: self.name.is_some(),
         }
     }
 }
