@@ -99,6 +99,7 @@ pub fn main() -> ExitCode {
         Command::Generate(Generate::Bundle(i)) => {
             crate::generate::bundle(&i.katalog, &i.target.names(), &i.image, i.scale())
         }
+        Command::Generate(Generate::Kubeconfig(args)) => crate::kubeconfig::run(args),
         Command::Generate(Generate::Values(i)) => {
             crate::generate::values(&i.katalog, &i.target.names(), &i.image, i.scale())
         }

@@ -137,6 +137,7 @@ impl Command {
             | Command::Retry { .. }
             | Command::Reference { .. }
             | Command::Explain { .. }
+            | Command::Generate(Generate::Kubeconfig(_))
             | Command::E2e(_)
             | Command::Test(_) => None,
         }
@@ -166,6 +167,10 @@ pub(crate) enum Generate {
     /// (and the files it names) as a ConfigMap, a Deployment running `ork run --no-dev-files`,
     /// a Service for its metrics.
     Bundle(Install),
+    /// A kubeconfig that authenticates as a ServiceAccount (the one `ork generate rbac` binds),
+    /// with a token of the TokenRequest API, for the cluster of the current context: `ork run
+    /// --kubeconfig FILE` then runs as exactly the identity the generated RBAC grants.
+    Kubeconfig(crate::kubeconfig::KubeconfigArgs),
     /// Values for the Helm chart `charts/ork`: the Katalog, the files it names, its CRDs and the
     /// RBAC it needs (as `generate rbac`), with the workload settings of `generate bundle`.
     Values(Install),

@@ -11,6 +11,7 @@ mod generate;
 mod guard;
 mod http;
 mod junit;
+mod kubeconfig;
 mod listener;
 mod output;
 mod reference;
