@@ -20,6 +20,10 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Scaffold a working operator in a new folder: a Katalog, a CRD (its schema inferred from
+    /// a sample CR), a reconcile service in Python or bash, `ork test` cases and a README of
+    /// the next commands.
+    Init(crate::init::InitArgs),
     /// Check a Katalog and print one line per entry; every problem with file, line and field.
     Validate {
         /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
@@ -139,6 +143,7 @@ impl Command {
             | Command::Explain { .. }
             | Command::Generate(Generate::Kubeconfig(_))
             | Command::E2e(_)
+            | Command::Init(_)
             | Command::Test(_) => None,
         }
     }

@@ -10,6 +10,7 @@ mod explain;
 mod generate;
 mod guard;
 mod http;
+mod init;
 mod junit;
 mod kubeconfig;
 mod listener;
