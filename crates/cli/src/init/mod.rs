@@ -4,6 +4,7 @@
 
 mod files;
 mod schema;
+mod skeleton;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
