@@ -32,6 +32,7 @@ pub fn main() -> ExitCode {
                 context,
             }),
         ),
+        Command::Init(args) => crate::init::run(args),
         Command::Run(args) => crate::run::run(args),
         // Orkestra's `kind: Simulate` files, named or found next to the Katalog.
         Command::Simulate(args) if !args.files.is_empty() || args.crs.is_empty() => {
@@ -101,6 +102,7 @@ pub fn main() -> ExitCode {
         Command::Generate(Generate::Bundle(i)) => {
             crate::generate::bundle(&i.katalog, &i.target.names(), &i.image, i.scale())
         }
+        Command::Generate(Generate::Kubeconfig(args)) => crate::kubeconfig::run(args),
         Command::Generate(Generate::Values(i)) => {
             crate::generate::values(&i.katalog, &i.target.names(), &i.image, i.scale())
         }

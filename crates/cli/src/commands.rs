@@ -20,6 +20,10 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Scaffold a working operator in a new folder: a Katalog, a CRD (its schema inferred from
+    /// a sample CR), a reconcile service in Python or bash, `ork test` cases and a README of
+    /// the next commands.
+    Init(crate::init::InitArgs),
     /// Check a Katalog and print one line per entry; every problem with file, line and field.
     Validate {
         /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
@@ -143,7 +147,9 @@ impl Command {
             | Command::Retry { .. }
             | Command::Reference { .. }
             | Command::Explain { .. }
+            | Command::Generate(Generate::Kubeconfig(_))
             | Command::E2e(_)
+            | Command::Init(_)
             | Command::Test(_) => None,
         }
     }
@@ -172,6 +178,10 @@ pub(crate) enum Generate {
     /// (and the files it names) as a ConfigMap, a Deployment running `ork run --no-dev-files`,
     /// a Service for its metrics.
     Bundle(Install),
+    /// A kubeconfig that authenticates as a ServiceAccount (the one `ork generate rbac` binds),
+    /// with a token of the TokenRequest API, for the cluster of the current context: `ork run
+    /// --kubeconfig FILE` then runs as exactly the identity the generated RBAC grants.
+    Kubeconfig(crate::kubeconfig::KubeconfigArgs),
     /// Values for the Helm chart `charts/ork`: the Katalog, the files it names, its CRDs and the
     /// RBAC it needs (as `generate rbac`), with the workload settings of `generate bundle`.
     Values(Install),
@@ -210,16 +220,19 @@ pub(crate) struct Target {
     /// Namespace ork runs in (holds its ServiceAccount, Lease and ConfigMap).
     #[arg(long, default_value = "ork-system")]
     namespace: String,
-    /// Name of the ServiceAccount, ClusterRole, ClusterRoleBinding and Deployment.
-    #[arg(long, default_value = "ork")]
-    name: String,
+    /// Name of the ServiceAccount, Roles, RoleBindings, Deployment, ClusterRole and
+    /// ClusterRoleBinding [default: `ork`, and `ork-<Katalog name>` for the ClusterRole and
+    /// ClusterRoleBinding, whose names every team of a cluster shares].
+    #[arg(long)]
+    name: Option<String>,
 }
 
 impl Target {
     pub fn names(&self) -> crate::generate::Names {
         crate::generate::Names {
             namespace: self.namespace.clone(),
-            name: self.name.clone(),
+            name: self.name.clone().unwrap_or_else(|| "ork".to_string()),
+            chosen: self.name.is_some(),
         }
     }
 }

@@ -14,7 +14,53 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub struct Names {
     pub namespace: String,
+    /// The ServiceAccount, Roles, RoleBindings and the bundle's workload, in `namespace`.
     pub name: String,
+    /// Whether `name` was given (`--name`): then the cluster-scoped objects are called so too.
+    pub chosen: bool,
+}
+
+impl Names {
+    /// The name of the ClusterRole and ClusterRoleBinding: the `--name` given, else
+    /// `ork-<Katalog name>`. Cluster-scoped names are shared by every team of a cluster, so two
+    /// Katalogs generated with the defaults must not overwrite each other's grants (`kubectl
+    /// apply` of a second `ClusterRoleBinding ork` would silently re-bind the first team's
+    /// role to the second team's ServiceAccount). A Katalog without a name goes by its entries'.
+    pub fn cluster_name(&self, katalog: &Katalog) -> String {
+        if self.chosen {
+            return self.name.clone();
+        }
+        let own = if katalog.metadata.name.is_empty() {
+            katalog
+                .spec
+                .crds
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join("-")
+        } else {
+            katalog.metadata.name.clone()
+        };
+        let own: String = own
+            .to_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let own = own.trim_matches(['-', '.']);
+        if own.is_empty() {
+            return self.name.clone();
+        }
+        // At most 253 characters, the bound of every object's name (a DNS subdomain's).
+        let mut name = format!("{}-{own}", self.name);
+        name.truncate(253);
+        name.trim_end_matches(['-', '.']).to_string()
+    }
 }
 
 /// Where the bundle mounts the Katalog (and the files it names, at the same relative paths).
@@ -173,6 +219,7 @@ fn rbac_objects_with(
     plan.cluster.extend(extra.iter().map(rule_json));
     let subjects =
         json!([{"kind": "ServiceAccount", "name": names.name, "namespace": names.namespace}]);
+    let cluster_name = names.cluster_name(katalog);
     let mut docs = vec![
         namespace_object(names),
         json!({
@@ -183,13 +230,13 @@ fn rbac_objects_with(
     if !plan.cluster.is_empty() {
         docs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": names.name, "labels": labels()},
+            "metadata": {"name": cluster_name, "labels": labels()},
             "rules": plan.cluster,
         }));
         docs.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": names.name, "labels": labels()},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": names.name},
+            "metadata": {"name": cluster_name, "labels": labels()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
             "subjects": subjects,
         }));
     }
@@ -608,10 +655,11 @@ pub fn values_document(
         ("crds", "", Value::Array(crd_objects(katalog)?)),
         (
             "rbac",
-            "What the Katalog needs, as `ork generate rbac --namespace NAMESPACE` derives it. Generated\n# for one namespace: installing into another fails (regenerate for it).",
+            "What the Katalog needs, as `ork generate rbac --namespace NAMESPACE` derives it. Generated\n# for one namespace: installing into another fails (regenerate for it). The ClusterRole and\n# ClusterRoleBinding are called clusterName (ork-<Katalog name> unless --name was given), so\n# that the Katalogs of two teams do not share one.",
             json!({
                 "create": true,
                 "namespace": names.namespace,
+                "clusterName": names.cluster_name(katalog),
                 "clusterRules": plan.cluster,
                 "namespaces": namespaces,
             }),

@@ -129,11 +129,17 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
         .await
         .context("checking ork's permissions (SelfSubjectAccessReview)")?;
     if !missing.is_empty() {
+        // Out of a cluster ork's namespace defaults to `default`; the RBAC's defaults to this.
+        let home = if chosen {
+            options.ork_namespace.as_str()
+        } else {
+            "ork-system"
+        };
         bail!(
-            "ork lacks {} permission(s) this Katalog (and its controllers) need:\n  {}\ngenerate the RBAC that grants them with: ork generate rbac -k {} (with the same --controllers and --metacontroller) | kubectl apply -f -",
+            "ork lacks {} permission(s) this Katalog (and its controllers) need:\n  {}\n{}",
             missing.len(),
             missing.join("\n  "),
-            args.katalog.display()
+            crate::kubeconfig::run_as_hint(&args.katalog, home)
         );
     }
     let runtime = if args.shards > 1 {

@@ -74,8 +74,14 @@ pub async fn check(client: &Client, katalog: &Katalog, file: &str) -> Result<Clu
                 missing.len(),
                 missing.join("\n      ")
             ),
-            Some(format!(
-                "grant them with: ork generate rbac -k {file} | kubectl apply -f - (and run ork as its ServiceAccount), or use a kubeconfig that has them"
+            // Without ORK_NAMESPACE the RBAC's default namespace, as `ork run` says.
+            Some(crate::kubeconfig::run_as_hint(
+                std::path::Path::new(&file),
+                std::env::var("ORK_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .as_deref()
+                    .unwrap_or("ork-system"),
             )),
         ));
     }

@@ -361,3 +361,76 @@ spec:
     assert!(!ok, "a collision must fail");
     assert!(stderr.contains("already named \"webapp\""), "{stderr}");
 }
+
+/// The names of the ClusterRole and ClusterRoleBinding in `docs`, the role the binding refers
+/// to and the ServiceAccount it binds (`namespace/name`).
+fn cluster_grant(docs: &[Value]) -> (String, String, String, String) {
+    let role = find(docs, "ClusterRole", None).expect("a ClusterRole");
+    let binding = find(docs, "ClusterRoleBinding", None).expect("a ClusterRoleBinding");
+    let subject = &binding["subjects"][0];
+    (
+        role["metadata"]["name"].as_str().expect("name").to_string(),
+        binding["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string(),
+        binding["roleRef"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string(),
+        format!(
+            "{}/{}",
+            subject["namespace"].as_str().expect("namespace"),
+            subject["name"].as_str().expect("name")
+        ),
+    )
+}
+
+#[test]
+fn two_katalogs_generated_with_the_defaults_get_cluster_roles_of_their_own() {
+    let demo = documents(&ork(&["generate", "rbac"]));
+    let remote = documents(&ork_on(
+        &["generate", "rbac", "--namespace", "team-b"],
+        &examples().join("orkestra-remote/katalog.yaml"),
+    ));
+    let (demo_role, demo_binding, demo_ref, demo_subject) = cluster_grant(&demo);
+    let (remote_role, remote_binding, remote_ref, remote_subject) = cluster_grant(&remote);
+    // Named after each Katalog's metadata.name (demo, webapp-remote): applying the second
+    // cannot re-bind the first team's ClusterRole to the second team's ServiceAccount.
+    assert_eq!(
+        (demo_role.as_str(), demo_binding.as_str(), demo_ref.as_str()),
+        ("ork-demo", "ork-demo", "ork-demo")
+    );
+    assert_eq!(
+        (
+            remote_role.as_str(),
+            remote_binding.as_str(),
+            remote_ref.as_str()
+        ),
+        (
+            "ork-webapp-remote",
+            "ork-webapp-remote",
+            "ork-webapp-remote"
+        )
+    );
+    // The namespaced objects keep the short name, in ork's namespace.
+    assert_eq!(demo_subject, "ork-system/ork");
+    assert_eq!(remote_subject, "team-b/ork");
+    let account = find(&demo, "ServiceAccount", Some("ork-system")).expect("a ServiceAccount");
+    assert_eq!(account["metadata"]["name"], "ork");
+    let role = find(&demo, "Role", Some("ork-system")).expect("the Lease Role");
+    assert_eq!(role["metadata"]["name"], "ork");
+}
+
+#[test]
+fn a_name_given_names_the_cluster_scoped_objects_too() {
+    let docs = documents(&ork(&["generate", "rbac", "--name", "team-a-ork"]));
+    let (role, binding, role_ref, subject) = cluster_grant(&docs);
+    assert_eq!(
+        (role.as_str(), binding.as_str(), role_ref.as_str()),
+        ("team-a-ork", "team-a-ork", "team-a-ork")
+    );
+    assert_eq!(subject, "ork-system/team-a-ork");
+    let bundle = documents(&ork(&["generate", "bundle", "--name", "team-a-ork"]));
+    assert_eq!(cluster_grant(&bundle).0, "team-a-ork");
+}
