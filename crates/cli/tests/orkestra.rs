@@ -276,3 +276,192 @@ fn the_example_service_reaches_steady_state_in_simulate() -> Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// Orkestra's finalizer, as Orkestra leaves it on every CR it managed.
+const ORKESTRAS_FINALIZER: &str = "orkestra.orkspace.io/finalizer";
+
+/// A WebApp of the example CRD in `ns` carrying Orkestra's finalizer, created as Orkestra
+/// would have left it.
+async fn orkestra_webapp(api: &Api<DynamicObject>, ns: &str, name: &str) -> Result<()> {
+    let cr: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "demo.ork.dev/v1",
+        "kind": "WebApp",
+        "metadata": {"name": name, "namespace": ns, "finalizers": [ORKESTRAS_FINALIZER]},
+        "spec": {"image": "nginx:1", "replicas": 1}
+    }))?;
+    api.create(&kube::api::PostParams::default(), &cr).await?;
+    Ok(())
+}
+
+/// A WebApp Orkestra left with its finalizer, deleted while nothing runs: it stays
+/// Terminating (the setup the test must see before ork can be judged).
+async fn terminating_orkestra_webapp(api: &Api<DynamicObject>, ns: &str, name: &str) -> Result<()> {
+    orkestra_webapp(api, ns, name).await?;
+    api.delete(name, &DeleteParams::default()).await?;
+    let cr = api.get(name).await?;
+    ensure!(
+        cr.metadata.deletion_timestamp.is_some(),
+        "{name} is Terminating, held by Orkestra's finalizer"
+    );
+    Ok(())
+}
+
+/// `kubectl delete` as a user moving from Orkestra types it (without waiting).
+fn kubectl_delete(ns: &str, name: &str) -> Result<()> {
+    let out = Command::new("kubectl")
+        .args([
+            "delete",
+            "webapps.demo.ork.dev",
+            name,
+            "-n",
+            ns,
+            "--wait=false",
+        ])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "kubectl delete: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Whatever `body` found, the test's CRs are let go (a failed run must not leave its namespace
+/// Terminating behind a finalizer nothing removes).
+async fn releasing<F: std::future::Future<Output = Result<()>>>(
+    api: &Api<DynamicObject>,
+    body: F,
+) -> Result<()> {
+    let result = body.await;
+    for name in ["deleted-before", "live"] {
+        if api.get_opt(name).await?.is_some() {
+            let none = json!({"metadata": {"finalizers": null}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&none))
+                .await?;
+        }
+    }
+    result
+}
+
+async fn gone(api: &Api<DynamicObject>, name: &str, limit: Duration) -> Result<()> {
+    wait_for(&format!("{name} deleted"), limit, || async {
+        api.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crs_orkestra_left_its_finalizer_on_are_deleted_under_ork_with_their_children() -> Result<()>
+{
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, common::CRD, &ns.name).await?;
+    ork_test_support::wait_crd_established(&admin, "webapps.demo.ork.dev").await?;
+    let api = common::webapps(&admin, &ns.name).await?;
+    // One deleted under Orkestra's finalizer before ork ever ran, one live.
+    releasing(&api, async {
+        terminating_orkestra_webapp(&api, &ns.name, "deleted-before").await?;
+        orkestra_webapp(&api, &ns.name, "live").await?;
+
+        let svc = ork_test_support::fake_service::FakeService::start(
+            ork_test_support::fake_service::webapp_answer,
+        )
+        .await?;
+        let (_, _ork) = common::start_with(&ns, &common::http(&svc.url), "").await?;
+
+        // The entry needs no finalizer (same-namespace children): the one that was waiting goes,
+        // its children to garbage collection.
+        gone(&api, "deleted-before", WAIT).await?;
+        common::wait_ready(&api, "live", "True").await?;
+        // On the live CR, Orkestra's finalizer is taken over: ork needs none, so none is left.
+        let finalizers = wait_for("Orkestra's finalizer off the live CR", WAIT, || async {
+            let cr = api.get("live").await.ok()?;
+            (!cr.finalizers().iter().any(|f| f == ORKESTRAS_FINALIZER))
+                .then(|| cr.finalizers().to_vec())
+        })
+        .await?;
+        assert!(finalizers.is_empty(), "{finalizers:?}");
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns.name);
+        let services: Api<Service> = Api::namespaced(admin.clone(), &ns.name);
+        ensure!(
+            deployments.get_opt("live").await?.is_some(),
+            "live's Deployment"
+        );
+        ensure!(services.get_opt("live").await?.is_some(), "live's Service");
+
+        kubectl_delete(&ns.name, "live")?;
+        gone(&api, "live", WAIT).await?;
+        // Garbage collection learns of a CRD it has not seen on its discovery resync (30 s).
+        wait_for(
+            "live's Deployment and Service collected",
+            Duration::from_secs(120),
+            || async {
+                let d = deployments.get_opt("live").await.ok()?;
+                let s = services.get_opt("live").await.ok()?;
+                (d.is_none() && s.is_none()).then_some(())
+            },
+        )
+        .await?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orkestra_cr_of_an_entry_that_finalizes_gets_ork_s_finalizer_and_its_finalize_call()
+-> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, common::CRD, &ns.name).await?;
+    ork_test_support::wait_crd_established(&admin, "webapps.demo.ork.dev").await?;
+    let api = common::webapps(&admin, &ns.name).await?;
+    releasing(&api, async {
+        terminating_orkestra_webapp(&api, &ns.name, "deleted-before").await?;
+        orkestra_webapp(&api, &ns.name, "live").await?;
+
+        let svc = ork_test_support::fake_service::FakeService::start(|req| {
+            if req["prepared"]["finalizing"] == true {
+                ork_test_support::fake_service::Reply::ok(
+                    json!({"result": "ok", "finalized": true}),
+                )
+            } else {
+                ork_test_support::fake_service::webapp_answer(req)
+            }
+        })
+        .await?;
+        let (_, _ork) =
+            common::start_with(&ns, &common::http(&svc.url), "            finalize: true\n")
+                .await?;
+        let finalized = |name: &str| {
+            let key = format!("{}/{name}", ns.name);
+            svc.received()
+                .iter()
+                .any(|r| r.body["key"] == key.as_str() && r.body["prepared"]["finalizing"] == true)
+        };
+
+        // The one deleted before ork ran is finalized as if ork's finalizer had held it.
+        gone(&api, "deleted-before", WAIT).await?;
+        assert!(finalized("deleted-before"), "its finalize call was made");
+        // The live one carries ork's finalizer in place of Orkestra's.
+        common::wait_ready(&api, "live", "True").await?;
+        let finalizers = wait_for("ork's finalizer in place of Orkestra's", WAIT, || async {
+            let cr = api.get("live").await.ok()?;
+            (!cr.finalizers().iter().any(|f| f == ORKESTRAS_FINALIZER))
+                .then(|| cr.finalizers().to_vec())
+        })
+        .await?;
+        assert_eq!(finalizers, ["orkestra.orkspace.io/remote-finalizer"]);
+
+        kubectl_delete(&ns.name, "live")?;
+        gone(&api, "live", WAIT).await?;
+        assert!(finalized("live"), "its finalize call was made");
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns.name);
+        ensure!(
+            deployments.get_opt("live").await?.is_none(),
+            "ork deleted the children it tracked before it let the CR go"
+        );
+        Ok(())
+    })
+    .await
+}
