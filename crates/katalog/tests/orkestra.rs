@@ -972,3 +972,143 @@ fn the_json_schema_accepts_orkestra_style_katalogs() {
         assert_eq!(errors, "", "{yaml}");
     }
 }
+
+/// [`ORKESTRA_STYLE`] as inrun writes it today (Orkestra renamed): its `apiVersion`, its
+/// `kind` and its `.inrun` template keys.
+fn inrun_style() -> String {
+    let text = ORKESTRA_STYLE
+        .replace(
+            "apiVersion: orkestra.orkspace.io/v1\n",
+            "apiVersion: inrun.dev/v1\n",
+        )
+        .replace("kind: Katalog\n", "kind: Catalog\n")
+        .replace("{{ if .ork.inCluster }}", "{{ if .inrun.inPod }}");
+    assert!(
+        text.starts_with("apiVersion: inrun.dev/v1\nkind: Catalog\n")
+            && text.contains(".inrun.inPod"),
+        "the inrun form was made"
+    );
+    text
+}
+
+#[test]
+fn an_inrun_catalog_loads_as_the_same_katalog_and_its_templates_read_inrun_facts() {
+    let dir = orkestra_folder("inrun");
+    let orkestra = load(&dir, ORKESTRA_STYLE).expect("the Orkestra form is valid");
+    let inrun = load(&dir, &inrun_style()).expect("the inrun form is valid");
+    assert_eq!(inrun.api_version, "inrun.dev/v1");
+    assert_eq!(inrun.kind, "Catalog");
+    let entry = |k: &Katalog| {
+        let mut v = serde_json::to_value(&k.spec.crds["gadget"]).expect("serialises");
+        v.as_object_mut().expect("an object").remove("operatorBox");
+        v
+    };
+    assert_eq!(entry(&inrun), entry(&orkestra), "the same entry");
+
+    let remote = inrun.spec.crds["gadget"]
+        .operator_box
+        .reconcile
+        .remote
+        .as_ref()
+        .expect("remote");
+    let endpoint = remote.endpoint.as_ref().expect("endpoint");
+    let cr = json!({"metadata": {"name": "g1", "namespace": "shop"}});
+    let facts = |in_cluster| Facts {
+        in_cluster,
+        namespace: "ork".into(),
+        version: "0".into(),
+    };
+    for (in_cluster, url) in [
+        (true, "http://gadget-svc.shop.svc:9000/reconcile"),
+        (false, "http://127.0.0.1:9000/reconcile"),
+    ] {
+        let f = facts(in_cluster);
+        assert_eq!(
+            endpoint
+                .render_in(&RenderContext::new(&cr).with_facts(&f))
+                .expect("renders"),
+            url,
+            ".inrun.inPod is {in_cluster}"
+        );
+    }
+}
+
+#[test]
+fn another_api_version_or_kind_is_still_refused_with_both_forms_named() {
+    let dir = orkestra_folder("other-version");
+    let text = inrun_style().replace("apiVersion: inrun.dev/v1\n", "apiVersion: inrun.dev/v2\n");
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "apiVersion");
+    assert_eq!(p.line, Some(1));
+    assert_eq!(p.message, "unsupported apiVersion \"inrun.dev/v2\"");
+    assert_eq!(
+        p.hint.as_deref(),
+        Some("use `apiVersion: orkestra.orkspace.io/v1` (or inrun's `inrun.dev/v1`)")
+    );
+    let text = inrun_style().replace("kind: Catalog\n", "kind: Komposer\n");
+    let p = problems_of(&dir, &text);
+    assert_eq!(one(&p).path, "kind");
+    assert_eq!(one(&p).message, "kind \"Komposer\" is not a Katalog");
+}
+
+/// Upstream's own remote example, both formats, as copied into `../shared/peers` (read, not
+/// copied into this repository).
+fn upstream_remote_example() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/peers/orkestra/examples/reconcilers/remote");
+    assert!(
+        dir.join("catalog.yaml").is_file() && dir.join("katalog.yaml").is_file(),
+        "upstream's files are in {} (see ../shared/peers/README.md)",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn upstream_s_remote_example_loads_unchanged_in_both_formats() {
+    let dir = upstream_remote_example();
+    let katalog = load_file(&dir.join("katalog.yaml")).expect("the Orkestra form loads");
+    let catalog = load_file(&dir.join("catalog.yaml")).expect("the inrun form loads");
+    assert_eq!(
+        (catalog.api_version.as_str(), catalog.kind.as_str()),
+        ("inrun.dev/v1", "Catalog")
+    );
+    let spec = |k: &Katalog| serde_json::to_value(&k.spec.crds["webapp"].api_types).expect("json");
+    assert_eq!(spec(&catalog), spec(&katalog));
+    assert_eq!(
+        catalog.spec.crds["webapp"].setup,
+        katalog.spec.crds["webapp"].setup
+    );
+    let endpoint = |k: &Katalog, in_cluster| {
+        let f = Facts {
+            in_cluster,
+            namespace: "default".into(),
+            version: "0".into(),
+        };
+        let remote = k.spec.crds["webapp"]
+            .operator_box
+            .reconcile
+            .remote
+            .clone()
+            .expect("remote");
+        remote
+            .endpoint
+            .expect("endpoint")
+            .render_in(&RenderContext::new(&json!({})).with_facts(&f))
+            .expect("renders")
+            .trim()
+            .to_string()
+    };
+    for in_cluster in [true, false] {
+        assert_eq!(
+            endpoint(&catalog, in_cluster),
+            endpoint(&katalog, in_cluster)
+        );
+    }
+    assert_eq!(endpoint(&catalog, false), "http://localhost:8025/reconcile");
+    assert_eq!(
+        endpoint(&catalog, true),
+        "http://webapp-reconciler.default.svc.cluster.local:8025/reconcile"
+    );
+}
