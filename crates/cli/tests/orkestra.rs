@@ -430,9 +430,16 @@ async fn an_orkestra_cr_of_an_entry_that_finalizes_gets_ork_s_finalizer_and_its_
             }
         })
         .await?;
-        let (_, _ork) =
-            common::start_with(&ns, &common::http(&svc.url), "            finalize: true\n")
-                .await?;
+        // An entry named as Orkestra's examples name theirs (camelCase): the children ork tracks
+        // for it are found by that name.
+        let katalog = common::katalog(
+            &ns.name,
+            &common::http(&svc.url),
+            "            finalize: true\n",
+        )
+        .replace("    webapp:\n", "    webApp:\n");
+        ensure!(katalog.contains("    webApp:\n"), "the entry is webApp");
+        let (_, _ork) = common::start_katalog(&ns, &katalog).await?;
         let finalized = |name: &str| {
             let key = format!("{}/{name}", ns.name);
             svc.received()

@@ -1112,3 +1112,35 @@ fn upstream_s_remote_example_loads_unchanged_in_both_formats() {
         "http://webapp-reconciler.default.svc.cluster.local:8025/reconcile"
     );
 }
+
+#[test]
+fn camel_case_entry_names_load_as_orkestra_takes_them() {
+    let dir = orkestra_folder("camel");
+    for name in ["webApp", "declarativeApp", "hybridApp", "Web2", "web-app"] {
+        let text = ORKESTRA_STYLE.replace("    gadget:\n", &format!("    {name}:\n"));
+        let k = load(&dir, &text).unwrap_or_else(|p| panic!("{name}: {p:#?}"));
+        assert!(k.spec.crds.contains_key(name), "{name}");
+    }
+    for (name, message) in [
+        (
+            "web_app",
+            "entry name \"web_app\" is not a name of letters, digits and `-`",
+        ),
+        (
+            "-web",
+            "entry name \"-web\" is not a name of letters, digits and `-`",
+        ),
+        ("web.app", "entry name \"web.app\" has a dot"),
+    ] {
+        let text = ORKESTRA_STYLE.replace("    gadget:\n", &format!("    {name}:\n"));
+        let p = problems_of(&dir, &text);
+        let p = one(&p);
+        assert_eq!(p.message, message);
+        assert_eq!(
+            p.line,
+            Some(line_of(&text, &format!("    {name}:"))),
+            "{name}"
+        );
+        assert!(p.hint.is_some(), "{name}");
+    }
+}
