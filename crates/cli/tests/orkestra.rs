@@ -472,3 +472,105 @@ async fn an_orkestra_cr_of_an_entry_that_finalizes_gets_ork_s_finalizer_and_its_
     })
     .await
 }
+
+/// A Katalog for the test namespace whose entry has `setup` (YAML at the entry's indentation),
+/// its files written next to it.
+fn with_setup(
+    ns: &TestNamespace,
+    url: &str,
+    setup: &str,
+    files: &[(&str, &str)],
+) -> Result<String> {
+    let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text)?;
+    }
+    let katalog = common::katalog(&ns.name, &common::http(url), "").replace(
+        &format!("      namespace: {}\n", ns.name),
+        &format!("      namespace: {}\n{setup}", ns.name),
+    );
+    ensure!(katalog.contains(setup), "the setup is in the Katalog");
+    Ok(katalog)
+}
+
+const SETUP_FILES: [(&str, &str); 2] = [
+    (
+        "config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config}\ndata: {a: b}\n",
+    ),
+    (
+        "token.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: app-token}\nstringData: {token: t}\n",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_in_orkestra_s_map_form_is_applied_and_waited_for_before_the_entry_starts()
+-> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let svc = ork_test_support::fake_service::FakeService::start(
+        ork_test_support::fake_service::webapp_answer,
+    )
+    .await?;
+    let setup = "      setup:
+        apply:
+          - ./config.yaml
+          - path: ./token.yaml
+            wait:
+              - {kind: Secret, name: app-token, timeout: 20s}
+        wait:
+          - {kind: configmaps, name: app-config}
+";
+    let katalog = with_setup(&ns, &svc.url, setup, &SETUP_FILES)?;
+    let (client, _ork) = common::start_katalog(&ns, &katalog).await?;
+    common::create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = common::webapps(&client, &ns.name).await?;
+    common::wait_ready(&api, "web", "True").await?;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(admin.clone(), &ns.name);
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns.name);
+    let config = maps.get("app-config").await?;
+    assert!(field_managers(&config.metadata).contains(&"ork-setup".to_string()));
+    ensure!(
+        secrets.get_opt("app-token").await?.is_some(),
+        "the Secret of setup.apply[1]"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_wait_that_does_not_pass_stops_ork_run_with_the_wait_named() -> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let svc = ork_test_support::fake_service::FakeService::start(
+        ork_test_support::fake_service::webapp_answer,
+    )
+    .await?;
+    let setup = "      setup:
+        apply: [./config.yaml]
+        wait:
+          - {kind: ConfigMap, name: never-made, timeout: 2s}
+";
+    let katalog = with_setup(&ns, &svc.url, setup, &SETUP_FILES)?;
+    let (_, mut ork) = common::start_katalog(&ns, &katalog).await?;
+    let status = wait_for("ork run to stop", WAIT, || {
+        let done = ork.child.try_wait().ok().flatten();
+        async move { done }
+    })
+    .await?;
+    assert!(!status.success(), "ork run failed");
+    let log = ork.log();
+    let expected = format!(
+        "setup.wait: ConfigMap {}/never-made did not pass within 2s: not found",
+        ns.name
+    );
+    assert!(log.contains(&expected), "{expected}\n{log}");
+    // What setup applied before the wait is there.
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(admin.clone(), &ns.name);
+    ensure!(
+        maps.get_opt("app-config").await?.is_some(),
+        "setup.apply ran first"
+    );
+    Ok(())
+}

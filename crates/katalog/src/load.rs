@@ -86,6 +86,10 @@ pub const REFUSED_FIELDS: &[(&str, &str)] = &[
     ),
     ("rollback", "rollback belongs to the generic reconciler"),
     (
+        "helm",
+        "ork installs no Helm charts: install the chart before `ork run` (helm upgrade --install), and list what must be ready under `setup.wait`",
+    ),
+    (
         "rollBackOnError",
         "rollback belongs to the generic reconciler",
     ),

@@ -185,7 +185,7 @@ fn an_orkestra_style_remote_katalog_loads_unmodified() {
         Some(dir.join("./crd.yaml").as_path())
     );
     assert_eq!(e.cr_files, [dir.join("./cr.yaml")]);
-    assert_eq!(e.setup, [dir.join("./token.yaml")]);
+    assert_eq!(e.setup[..], [dir.join("./token.yaml")]);
     assert_eq!(e.effective_allowed_namespaces(), ["shop"]);
     assert!(e.namespace_allowed("shop") && !e.namespace_allowed("default"));
 
@@ -1143,4 +1143,99 @@ fn camel_case_entry_names_load_as_orkestra_takes_them() {
         );
         assert!(p.hint.is_some(), "{name}");
     }
+}
+
+/// [`ORKESTRA_STYLE`] with `setup` (YAML at the entry's indentation) in place of its list.
+fn with_setup(setup: &str) -> String {
+    let text = ORKESTRA_STYLE.replace("      setup:\n        - ./token.yaml\n", setup);
+    assert!(text.contains(setup), "the setup was put in");
+    text
+}
+
+#[test]
+fn setup_in_orkestra_s_map_form_loads_with_its_waits() {
+    let dir = orkestra_folder("setup-map");
+    let text = with_setup(
+        "      setup:
+        apply:
+          - ./cr.yaml
+          - path: ./token.yaml
+            wait:
+              - {kind: Secret, name: gadget-token, namespace: shop, timeout: 15s}
+        wait:
+          - kind: Deployment
+            name: gadget-db
+            ready: true
+",
+    );
+    let k = load(&dir, &text).expect("valid");
+    let setup = &k.spec.crds["gadget"].setup;
+    assert_eq!(setup[..], [dir.join("./cr.yaml"), dir.join("./token.yaml")]);
+    assert!(setup.waits_after(0).is_empty());
+    let secret = &setup.waits_after(1)[0];
+    assert_eq!(
+        (
+            secret.kind.as_str(),
+            secret.name.as_str(),
+            secret.namespace.as_deref()
+        ),
+        ("Secret", "gadget-token", Some("shop"))
+    );
+    assert_eq!(secret.timeout.get(), std::time::Duration::from_secs(15));
+    let db = &setup.wait[0];
+    assert!(db.ready && db.namespace.is_none());
+    assert_eq!(
+        db.timeout.get(),
+        std::time::Duration::from_secs(30),
+        "Orkestra's default"
+    );
+}
+
+#[test]
+fn what_ork_cannot_do_in_setup_is_refused_at_its_line_with_what_to_do() {
+    let dir = orkestra_folder("setup-refused");
+    let text = with_setup(
+        "      setup:
+        apply: [./token.yaml]
+        helm:
+          - {repo: https://charts.example.io, chart: db}
+",
+    );
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "spec.crds.gadget.setup.helm");
+    assert_eq!(p.line, Some(line_of(&text, "helm:")));
+    assert_eq!(p.message, "\"helm\" is not supported by ork");
+    assert!(
+        p.hint.as_deref().is_some_and(|h| h.contains("setup.wait")),
+        "{p:?}"
+    );
+
+    let text = with_setup(
+        "      setup:
+        wait:
+          - {kind: Secret, name: t, timeout: soon}
+",
+    );
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "spec.crds.gadget.setup.wait[0].timeout");
+    assert_eq!(p.line, Some(line_of(&text, "timeout: soon")));
+
+    let text = with_setup("      setup: 5\n");
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "spec.crds.gadget.setup");
+    assert_eq!(p.line, Some(line_of(&text, "setup: 5")));
+    assert!(
+        p.message
+            .contains("expected a list of files, or {apply: [files], wait: [objects]}"),
+        "{}",
+        p.message
+    );
+
+    let text = with_setup("      setup:\n        apply:\n          - ./missing.yaml\n");
+    let p = problems_of(&dir, &text);
+    assert_eq!(one(&p).path, "spec.crds.gadget.setup.apply[0]");
+    assert_eq!(one(&p).line, Some(line_of(&text, "./missing.yaml")));
 }
