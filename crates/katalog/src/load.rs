@@ -40,6 +40,26 @@ pub const REFUSED_FIELDS: &[(&str, &str)] = &[
         "a compiled Go Reconcile(); ork runs remote reconcilers only",
     ),
     (
+        "object",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "objectList",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "location",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "alias",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "apiPath",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
         "imports",
         "Motifs are not supported; inline the resources in the service's answer",
     ),

@@ -1239,3 +1239,23 @@ fn what_ork_cannot_do_in_setup_is_refused_at_its_line_with_what_to_do() {
     assert_eq!(one(&p).path, "spec.crds.gadget.setup.apply[0]");
     assert_eq!(one(&p).line, Some(line_of(&text, "./missing.yaml")));
 }
+
+#[test]
+fn typed_mode_fields_are_refused_as_not_supported_with_what_to_do() {
+    let dir = orkestra_folder("typed");
+    let text = ORKESTRA_STYLE.replace(
+        "      crdFile: ./crd.yaml\n",
+        "      crdFile: ./crd.yaml\n      apiTypes:\n        object: Gadget\n        location: ./api/v1\n",
+    );
+    let p = problems_of(&dir, &text);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    for (p, field) in p.iter().zip(["object", "location"]) {
+        assert_eq!(p.path, format!("spec.crds.gadget.apiTypes.{field}"));
+        assert_eq!(p.line, Some(line_of(&text, &format!("{field}: "))));
+        assert_eq!(p.message, format!("\"{field}\" is not supported by ork"));
+        assert!(
+            p.hint.as_deref().is_some_and(|h| h.contains("typed mode")),
+            "{p:?}"
+        );
+    }
+}
