@@ -2,9 +2,13 @@
 //! the shape of Orkestra's remote walkthrough, with its CRD, setup and CR files and its Python
 //! service — run unmodified, as a team moving from Orkestra would run it.
 //!
-//! The cluster test uses the example's fixed names (its namespace `orkestra-remote`, the CRD
+//! The example's cluster test uses its fixed names (its namespace `orkestra-remote`, the CRD
 //! `webapps.migrate.ork.dev`) and the service's default port 127.0.0.1:8026, as a user would; it
 //! starts from a cluster without the CRD and leaves none behind.
+//!
+//! The other cluster tests move a team's live CRs from Orkestra (CRs carrying Orkestra's
+//! finalizer, deleted under ork) and run `setup` in Orkestra's map form, each in a namespace of
+//! its own with an in-process service.
 
 mod common;
 
