@@ -2,9 +2,13 @@
 //! the shape of Orkestra's remote walkthrough, with its CRD, setup and CR files and its Python
 //! service — run unmodified, as a team moving from Orkestra would run it.
 //!
-//! The cluster test uses the example's fixed names (its namespace `orkestra-remote`, the CRD
+//! The example's cluster test uses its fixed names (its namespace `orkestra-remote`, the CRD
 //! `webapps.migrate.ork.dev`) and the service's default port 127.0.0.1:8026, as a user would; it
 //! starts from a cluster without the CRD and leaves none behind.
+//!
+//! The other cluster tests move a team's live CRs from Orkestra (CRs carrying Orkestra's
+//! finalizer, deleted under ork) and run `setup` in Orkestra's map form, each in a namespace of
+//! its own with an in-process service.
 
 mod common;
 
@@ -274,5 +278,303 @@ fn the_example_service_reaches_steady_state_in_simulate() -> Result<()> {
     assert!(service.calls().iter().all(|c| c["authorized"] == true));
     drop(service);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Orkestra's finalizer, as Orkestra leaves it on every CR it managed.
+const ORKESTRAS_FINALIZER: &str = "orkestra.orkspace.io/finalizer";
+
+/// A WebApp of the example CRD in `ns` carrying Orkestra's finalizer, created as Orkestra
+/// would have left it.
+async fn orkestra_webapp(api: &Api<DynamicObject>, ns: &str, name: &str) -> Result<()> {
+    let cr: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "demo.ork.dev/v1",
+        "kind": "WebApp",
+        "metadata": {"name": name, "namespace": ns, "finalizers": [ORKESTRAS_FINALIZER]},
+        "spec": {"image": "nginx:1", "replicas": 1}
+    }))?;
+    api.create(&kube::api::PostParams::default(), &cr).await?;
+    Ok(())
+}
+
+/// A WebApp Orkestra left with its finalizer, deleted while nothing runs: it stays
+/// Terminating (the setup the test must see before ork can be judged).
+async fn terminating_orkestra_webapp(api: &Api<DynamicObject>, ns: &str, name: &str) -> Result<()> {
+    orkestra_webapp(api, ns, name).await?;
+    api.delete(name, &DeleteParams::default()).await?;
+    let cr = api.get(name).await?;
+    ensure!(
+        cr.metadata.deletion_timestamp.is_some(),
+        "{name} is Terminating, held by Orkestra's finalizer"
+    );
+    Ok(())
+}
+
+/// `kubectl delete` as a user moving from Orkestra types it (without waiting).
+fn kubectl_delete(ns: &str, name: &str) -> Result<()> {
+    let out = Command::new("kubectl")
+        .args([
+            "delete",
+            "webapps.demo.ork.dev",
+            name,
+            "-n",
+            ns,
+            "--wait=false",
+        ])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "kubectl delete: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Whatever `body` found, the test's CRs are let go (a failed run must not leave its namespace
+/// Terminating behind a finalizer nothing removes).
+async fn releasing<F: std::future::Future<Output = Result<()>>>(
+    api: &Api<DynamicObject>,
+    body: F,
+) -> Result<()> {
+    let result = body.await;
+    for name in ["deleted-before", "live"] {
+        if api.get_opt(name).await?.is_some() {
+            let none = json!({"metadata": {"finalizers": null}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&none))
+                .await?;
+        }
+    }
+    result
+}
+
+async fn gone(api: &Api<DynamicObject>, name: &str, limit: Duration) -> Result<()> {
+    wait_for(&format!("{name} deleted"), limit, || async {
+        api.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crs_orkestra_left_its_finalizer_on_are_deleted_under_ork_with_their_children() -> Result<()>
+{
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, common::CRD, &ns.name).await?;
+    ork_test_support::wait_crd_established(&admin, "webapps.demo.ork.dev").await?;
+    let api = common::webapps(&admin, &ns.name).await?;
+    // One deleted under Orkestra's finalizer before ork ever ran, one live.
+    releasing(&api, async {
+        terminating_orkestra_webapp(&api, &ns.name, "deleted-before").await?;
+        orkestra_webapp(&api, &ns.name, "live").await?;
+
+        let svc = ork_test_support::fake_service::FakeService::start(
+            ork_test_support::fake_service::webapp_answer,
+        )
+        .await?;
+        let (_, _ork) = common::start_with(&ns, &common::http(&svc.url), "").await?;
+
+        // The entry needs no finalizer (same-namespace children): the one that was waiting goes,
+        // its children to garbage collection.
+        gone(&api, "deleted-before", WAIT).await?;
+        common::wait_ready(&api, "live", "True").await?;
+        // On the live CR, Orkestra's finalizer is taken over: ork needs none, so none is left.
+        let finalizers = wait_for("Orkestra's finalizer off the live CR", WAIT, || async {
+            let cr = api.get("live").await.ok()?;
+            (!cr.finalizers().iter().any(|f| f == ORKESTRAS_FINALIZER))
+                .then(|| cr.finalizers().to_vec())
+        })
+        .await?;
+        assert!(finalizers.is_empty(), "{finalizers:?}");
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns.name);
+        let services: Api<Service> = Api::namespaced(admin.clone(), &ns.name);
+        ensure!(
+            deployments.get_opt("live").await?.is_some(),
+            "live's Deployment"
+        );
+        ensure!(services.get_opt("live").await?.is_some(), "live's Service");
+
+        kubectl_delete(&ns.name, "live")?;
+        gone(&api, "live", WAIT).await?;
+        // Garbage collection learns of a CRD it has not seen on its discovery resync (30 s).
+        wait_for(
+            "live's Deployment and Service collected",
+            Duration::from_secs(120),
+            || async {
+                let d = deployments.get_opt("live").await.ok()?;
+                let s = services.get_opt("live").await.ok()?;
+                (d.is_none() && s.is_none()).then_some(())
+            },
+        )
+        .await?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orkestra_cr_of_an_entry_that_finalizes_gets_ork_s_finalizer_and_its_finalize_call()
+-> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    apply_yaml(&admin, common::CRD, &ns.name).await?;
+    ork_test_support::wait_crd_established(&admin, "webapps.demo.ork.dev").await?;
+    let api = common::webapps(&admin, &ns.name).await?;
+    releasing(&api, async {
+        terminating_orkestra_webapp(&api, &ns.name, "deleted-before").await?;
+        orkestra_webapp(&api, &ns.name, "live").await?;
+
+        let svc = ork_test_support::fake_service::FakeService::start(|req| {
+            if req["prepared"]["finalizing"] == true {
+                ork_test_support::fake_service::Reply::ok(
+                    json!({"result": "ok", "finalized": true}),
+                )
+            } else {
+                ork_test_support::fake_service::webapp_answer(req)
+            }
+        })
+        .await?;
+        // An entry named as Orkestra's examples name theirs (camelCase): the children ork tracks
+        // for it are found by that name.
+        let katalog = common::katalog(
+            &ns.name,
+            &common::http(&svc.url),
+            "            finalize: true\n",
+        )
+        .replace("    webapp:\n", "    webApp:\n");
+        ensure!(katalog.contains("    webApp:\n"), "the entry is webApp");
+        let (_, _ork) = common::start_katalog(&ns, &katalog).await?;
+        let finalized = |name: &str| {
+            let key = format!("{}/{name}", ns.name);
+            svc.received()
+                .iter()
+                .any(|r| r.body["key"] == key.as_str() && r.body["prepared"]["finalizing"] == true)
+        };
+
+        // The one deleted before ork ran is finalized as if ork's finalizer had held it.
+        gone(&api, "deleted-before", WAIT).await?;
+        assert!(finalized("deleted-before"), "its finalize call was made");
+        // The live one carries ork's finalizer in place of Orkestra's.
+        common::wait_ready(&api, "live", "True").await?;
+        let finalizers = wait_for("ork's finalizer in place of Orkestra's", WAIT, || async {
+            let cr = api.get("live").await.ok()?;
+            (!cr.finalizers().iter().any(|f| f == ORKESTRAS_FINALIZER))
+                .then(|| cr.finalizers().to_vec())
+        })
+        .await?;
+        assert_eq!(finalizers, ["orkestra.orkspace.io/remote-finalizer"]);
+
+        kubectl_delete(&ns.name, "live")?;
+        gone(&api, "live", WAIT).await?;
+        assert!(finalized("live"), "its finalize call was made");
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns.name);
+        ensure!(
+            deployments.get_opt("live").await?.is_none(),
+            "ork deleted the children it tracked before it let the CR go"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// A Katalog for the test namespace whose entry has `setup` (YAML at the entry's indentation),
+/// its files written next to it.
+fn with_setup(
+    ns: &TestNamespace,
+    url: &str,
+    setup: &str,
+    files: &[(&str, &str)],
+) -> Result<String> {
+    let dir = std::env::temp_dir().join(format!("ork-run-{}", ns.name));
+    std::fs::create_dir_all(&dir)?;
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text)?;
+    }
+    let katalog = common::katalog(&ns.name, &common::http(url), "").replace(
+        &format!("      namespace: {}\n", ns.name),
+        &format!("      namespace: {}\n{setup}", ns.name),
+    );
+    ensure!(katalog.contains(setup), "the setup is in the Katalog");
+    Ok(katalog)
+}
+
+const SETUP_FILES: [(&str, &str); 2] = [
+    (
+        "config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config}\ndata: {a: b}\n",
+    ),
+    (
+        "token.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: app-token}\nstringData: {token: t}\n",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_in_orkestra_s_map_form_is_applied_and_waited_for_before_the_entry_starts()
+-> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let svc = ork_test_support::fake_service::FakeService::start(
+        ork_test_support::fake_service::webapp_answer,
+    )
+    .await?;
+    let setup = "      setup:
+        apply:
+          - ./config.yaml
+          - path: ./token.yaml
+            wait:
+              - {kind: Secret, name: app-token, timeout: 20s}
+        wait:
+          - {kind: configmaps, name: app-config}
+";
+    let katalog = with_setup(&ns, &svc.url, setup, &SETUP_FILES)?;
+    let (client, _ork) = common::start_katalog(&ns, &katalog).await?;
+    common::create_webapp(&client, &ns.name, "web", "nginx:1").await?;
+    let api = common::webapps(&client, &ns.name).await?;
+    common::wait_ready(&api, "web", "True").await?;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(admin.clone(), &ns.name);
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns.name);
+    let config = maps.get("app-config").await?;
+    assert!(field_managers(&config.metadata).contains(&"ork-setup".to_string()));
+    ensure!(
+        secrets.get_opt("app-token").await?.is_some(),
+        "the Secret of setup.apply[1]"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_wait_that_does_not_pass_stops_ork_run_with_the_wait_named() -> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let svc = ork_test_support::fake_service::FakeService::start(
+        ork_test_support::fake_service::webapp_answer,
+    )
+    .await?;
+    let setup = "      setup:
+        apply: [./config.yaml]
+        wait:
+          - {kind: ConfigMap, name: never-made, timeout: 2s}
+";
+    let katalog = with_setup(&ns, &svc.url, setup, &SETUP_FILES)?;
+    let (_, mut ork) = common::start_katalog(&ns, &katalog).await?;
+    let status = wait_for("ork run to stop", WAIT, || {
+        let done = ork.child.try_wait().ok().flatten();
+        async move { done }
+    })
+    .await?;
+    assert!(!status.success(), "ork run failed");
+    let log = ork.log();
+    let expected = format!(
+        "setup.wait: ConfigMap {}/never-made did not pass within 2s: not found",
+        ns.name
+    );
+    assert!(log.contains(&expected), "{expected}\n{log}");
+    // What setup applied before the wait is there.
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(admin.clone(), &ns.name);
+    ensure!(
+        maps.get_opt("app-config").await?.is_some(),
+        "setup.apply ran first"
+    );
     Ok(())
 }

@@ -33,4 +33,4 @@ pub use load::{REFUSED_FIELDS, load_file, load_str, locate};
 pub use model::*;
 pub use problem::{Problem, Problems};
 pub use template::{Facts, Notes, RenderContext, Template};
-pub use validate::{API_VERSION, Finding, MAX_BURST, MAX_QPS, MIN_QPS};
+pub use validate::{API_VERSION, API_VERSIONS, Finding, KINDS, MAX_BURST, MAX_QPS, MIN_QPS};

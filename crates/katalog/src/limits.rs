@@ -7,6 +7,14 @@
 pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
 /// The Katalog's `kind`.
 pub const KIND: &str = "Katalog";
+/// The `apiVersion` of inrun's Catalog, as Orkestra was renamed: read as [`API_VERSION`].
+pub const INRUN_API_VERSION: &str = "inrun.dev/v1";
+/// The `kind` of inrun's Catalog: read as [`KIND`].
+pub const INRUN_KIND: &str = "Catalog";
+/// Every `apiVersion` ork reads a Katalog under (Orkestra's, then inrun's).
+pub const API_VERSIONS: [&str; 2] = [API_VERSION, INRUN_API_VERSION];
+/// Every `kind` ork reads a Katalog under (Orkestra's, then inrun's).
+pub const KINDS: [&str; 2] = [KIND, INRUN_KIND];
 /// The one `mode` ork reads (Orkestra's `typed` compiles Go types in).
 pub const DYNAMIC_MODE: &str = "dynamic";
 /// The one HTTP `remote.type` (Orkestra's `grpc` is reserved there too).
@@ -103,9 +111,12 @@ mod tests {
         let backoff = schema["$defs"]["RetryBackoff"].to_string();
         assert!(backoff.contains("RetryBackoffFields"), "{backoff}");
         assert_eq!(
-            schema["properties"]["apiVersion"]["const"],
-            crate::API_VERSION
+            schema["properties"]["apiVersion"]["enum"],
+            json!(["orkestra.orkspace.io/v1", "inrun.dev/v1"])
         );
-        assert_eq!(schema["properties"]["kind"]["const"], super::KIND);
+        assert_eq!(
+            schema["properties"]["kind"]["enum"],
+            json!(["Katalog", "Catalog"])
+        );
     }
 }

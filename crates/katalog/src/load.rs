@@ -40,6 +40,26 @@ pub const REFUSED_FIELDS: &[(&str, &str)] = &[
         "a compiled Go Reconcile(); ork runs remote reconcilers only",
     ),
     (
+        "object",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "objectList",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "location",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "alias",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
+        "apiPath",
+        "typed mode needs Go types compiled into Orkestra; ork watches custom resources dynamically: remove it from apiTypes",
+    ),
+    (
         "imports",
         "Motifs are not supported; inline the resources in the service's answer",
     ),
@@ -85,6 +105,10 @@ pub const REFUSED_FIELDS: &[(&str, &str)] = &[
         "ork manages its own finalizer; use remote.finalize for deletion logic",
     ),
     ("rollback", "rollback belongs to the generic reconciler"),
+    (
+        "helm",
+        "ork installs no Helm charts: install the chart before `ork run` (helm upgrade --install), and list what must be ready under `setup.wait`",
+    ),
     (
         "rollBackOnError",
         "rollback belongs to the generic reconciler",
@@ -304,7 +328,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
                     line: line.or(Some(first_line)),
                     path: String::new(),
                     message: format!("not valid YAML: {}", first_line_of(&e.to_string())),
-                    hint: None,
+                    hint: line.and_then(|l| quote_hint(text, l)),
                 });
                 continue;
             }
@@ -392,6 +416,53 @@ pub fn load_str(text: &str, file: &Path) -> Result<Katalog, Problems> {
             Err(Problems(problems))
         }
     }
+}
+
+/// "Quote the value", when that is the likely fix of a YAML syntax error on `line` (1-based) of
+/// `text`, or on the line before it (where a value that runs on ends): a plain value that YAML
+/// reads as something else, a template's `{{` (a flow map), an alias `*`, an anchor `&`, a tag
+/// `!`, a directive `%`, a reserved `@` or backtick, or a `: ` inside (a nested map).
+fn quote_hint(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    [line, line.checked_sub(1)?]
+        .into_iter()
+        .filter(|l| *l >= 1)
+        .find_map(|l| lines.get(l - 1).and_then(|t| quoted_form(t)))
+        .map(|fixed| format!("quote the value: `{fixed}`"))
+}
+
+/// The line with its value quoted, when the value is a plain one that needs quotes.
+fn quoted_form(line: &str) -> Option<String> {
+    let content = line.trim();
+    let (item, content) = match content.strip_prefix("- ") {
+        Some(rest) => ("- ", rest.trim_start()),
+        None => ("", content),
+    };
+    let is_key = |k: &str| {
+        !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+    };
+    let (key, value) = match content.split_once(": ") {
+        Some((k, v)) if is_key(k) => (Some(k), v.trim()),
+        _ => (None, content),
+    };
+    let starts = ["{{", "*", "&", "!", "%", "@", "`"];
+    let needs = !value.is_empty()
+        && !value.starts_with(['"', '\''])
+        && (starts.iter().any(|s| value.starts_with(s)) || (key.is_some() && value.contains(": ")));
+    if !needs {
+        return None;
+    }
+    let quoted = if value.contains('"') && !value.contains('\'') {
+        format!("'{value}'")
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    };
+    Some(match key {
+        Some(k) => format!("{item}{k}: {quoted}"),
+        None => format!("{item}{quoted}"),
+    })
 }
 
 /// The YAML parser's own budget, a second line behind [`too_deep`] and the size limit.

@@ -32,7 +32,7 @@ const ENTRY: &[&str] = &[
     "mode",
     "crdFile",
     "crFiles",
-    "setup",
+    "setup*",
     "apiTypes*",
     "namespaced",
     "namespace",
@@ -79,6 +79,7 @@ const ENTRY: &[&str] = &[
     "operatorBox.reconcile.remote.payload.children.exclude",
     "operatorBox.reconcile.remote.payload.children.resources*",
     "Condition.*",
+    "SetupWait.*",
     "Gate.when",
     "Gate.or",
     "Gate.sentinels",
@@ -98,7 +99,10 @@ const DIFFERS: &[(&str, &str)] = &[
         "accepted and without effect: ork serves its routes for every entry, behind its own authorization.",
     ),
     ("crFiles", "local files; URLs are refused."),
-    ("setup", "local files; URLs are refused."),
+    (
+        "setup",
+        "local files; URLs are refused, and so is `helm` (ork installs no charts). A namespaced `wait` without `namespace` looks in the entry's one namespace, else `default`.",
+    ),
     (
         "operatorBox.reconcile.default",
         "must be `false` next to `remote`, or `ork validate` fails; Orkestra silently runs its built-in reconciler instead.",

@@ -107,8 +107,11 @@ fn resolve_files(f: &mut Vec<Finding>, p: &str, entry: &mut CrdEntry, base: &Pat
     for (i, path) in entry.cr_files.iter_mut().enumerate() {
         check(format!("{p}.crFiles[{i}]"), path, true);
     }
-    for (i, path) in entry.setup.iter_mut().enumerate() {
-        check(format!("{p}.setup[{i}]"), path, true);
+    let fields: Vec<String> = (0..entry.setup.len())
+        .map(|i| entry.setup.field_of(i))
+        .collect();
+    for (field, path) in fields.into_iter().zip(entry.setup.iter_mut()) {
+        check(format!("{p}.{field}"), path, true);
     }
 }
 

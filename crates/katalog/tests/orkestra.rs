@@ -185,7 +185,7 @@ fn an_orkestra_style_remote_katalog_loads_unmodified() {
         Some(dir.join("./crd.yaml").as_path())
     );
     assert_eq!(e.cr_files, [dir.join("./cr.yaml")]);
-    assert_eq!(e.setup, [dir.join("./token.yaml")]);
+    assert_eq!(e.setup[..], [dir.join("./token.yaml")]);
     assert_eq!(e.effective_allowed_namespaces(), ["shop"]);
     assert!(e.namespace_allowed("shop") && !e.namespace_allowed("default"));
 
@@ -970,5 +970,292 @@ fn the_json_schema_accepts_orkestra_style_katalogs() {
             return; // no Python jsonschema here; `cargo xtask test` installs it
         };
         assert_eq!(errors, "", "{yaml}");
+    }
+}
+
+/// [`ORKESTRA_STYLE`] as inrun writes it today (Orkestra renamed): its `apiVersion`, its
+/// `kind` and its `.inrun` template keys.
+fn inrun_style() -> String {
+    let text = ORKESTRA_STYLE
+        .replace(
+            "apiVersion: orkestra.orkspace.io/v1\n",
+            "apiVersion: inrun.dev/v1\n",
+        )
+        .replace("kind: Katalog\n", "kind: Catalog\n")
+        .replace("{{ if .ork.inCluster }}", "{{ if .inrun.inPod }}");
+    assert!(
+        text.starts_with("apiVersion: inrun.dev/v1\nkind: Catalog\n")
+            && text.contains(".inrun.inPod"),
+        "the inrun form was made"
+    );
+    text
+}
+
+#[test]
+fn an_inrun_catalog_loads_as_the_same_katalog_and_its_templates_read_inrun_facts() {
+    let dir = orkestra_folder("inrun");
+    let orkestra = load(&dir, ORKESTRA_STYLE).expect("the Orkestra form is valid");
+    let inrun = load(&dir, &inrun_style()).expect("the inrun form is valid");
+    assert_eq!(inrun.api_version, "inrun.dev/v1");
+    assert_eq!(inrun.kind, "Catalog");
+    let entry = |k: &Katalog| {
+        let mut v = serde_json::to_value(&k.spec.crds["gadget"]).expect("serialises");
+        v.as_object_mut().expect("an object").remove("operatorBox");
+        v
+    };
+    assert_eq!(entry(&inrun), entry(&orkestra), "the same entry");
+
+    let remote = inrun.spec.crds["gadget"]
+        .operator_box
+        .reconcile
+        .remote
+        .as_ref()
+        .expect("remote");
+    let endpoint = remote.endpoint.as_ref().expect("endpoint");
+    let cr = json!({"metadata": {"name": "g1", "namespace": "shop"}});
+    let facts = |in_cluster| Facts {
+        in_cluster,
+        namespace: "ork".into(),
+        version: "0".into(),
+    };
+    for (in_cluster, url) in [
+        (true, "http://gadget-svc.shop.svc:9000/reconcile"),
+        (false, "http://127.0.0.1:9000/reconcile"),
+    ] {
+        let f = facts(in_cluster);
+        assert_eq!(
+            endpoint
+                .render_in(&RenderContext::new(&cr).with_facts(&f))
+                .expect("renders"),
+            url,
+            ".inrun.inPod is {in_cluster}"
+        );
+    }
+}
+
+#[test]
+fn another_api_version_or_kind_is_still_refused_with_both_forms_named() {
+    let dir = orkestra_folder("other-version");
+    let text = inrun_style().replace("apiVersion: inrun.dev/v1\n", "apiVersion: inrun.dev/v2\n");
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "apiVersion");
+    assert_eq!(p.line, Some(1));
+    assert_eq!(p.message, "unsupported apiVersion \"inrun.dev/v2\"");
+    assert_eq!(
+        p.hint.as_deref(),
+        Some("use `apiVersion: orkestra.orkspace.io/v1` (or inrun's `inrun.dev/v1`)")
+    );
+    let text = inrun_style().replace("kind: Catalog\n", "kind: Komposer\n");
+    let p = problems_of(&dir, &text);
+    assert_eq!(one(&p).path, "kind");
+    assert_eq!(one(&p).message, "kind \"Komposer\" is not a Katalog");
+}
+
+/// Upstream's own remote example, both formats, as copied into `../shared/peers` (read, not
+/// copied into this repository).
+fn upstream_remote_example() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/peers/orkestra/examples/reconcilers/remote");
+    assert!(
+        dir.join("catalog.yaml").is_file() && dir.join("katalog.yaml").is_file(),
+        "upstream's files are in {} (see ../shared/peers/README.md)",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn upstream_s_remote_example_loads_unchanged_in_both_formats() {
+    let dir = upstream_remote_example();
+    let katalog = load_file(&dir.join("katalog.yaml")).expect("the Orkestra form loads");
+    let catalog = load_file(&dir.join("catalog.yaml")).expect("the inrun form loads");
+    assert_eq!(
+        (catalog.api_version.as_str(), catalog.kind.as_str()),
+        ("inrun.dev/v1", "Catalog")
+    );
+    let spec = |k: &Katalog| serde_json::to_value(&k.spec.crds["webapp"].api_types).expect("json");
+    assert_eq!(spec(&catalog), spec(&katalog));
+    assert_eq!(
+        catalog.spec.crds["webapp"].setup,
+        katalog.spec.crds["webapp"].setup
+    );
+    let endpoint = |k: &Katalog, in_cluster| {
+        let f = Facts {
+            in_cluster,
+            namespace: "default".into(),
+            version: "0".into(),
+        };
+        let remote = k.spec.crds["webapp"]
+            .operator_box
+            .reconcile
+            .remote
+            .clone()
+            .expect("remote");
+        remote
+            .endpoint
+            .expect("endpoint")
+            .render_in(&RenderContext::new(&json!({})).with_facts(&f))
+            .expect("renders")
+            .trim()
+            .to_string()
+    };
+    for in_cluster in [true, false] {
+        assert_eq!(
+            endpoint(&catalog, in_cluster),
+            endpoint(&katalog, in_cluster)
+        );
+    }
+    assert_eq!(endpoint(&catalog, false), "http://localhost:8025/reconcile");
+    assert_eq!(
+        endpoint(&catalog, true),
+        "http://webapp-reconciler.default.svc.cluster.local:8025/reconcile"
+    );
+}
+
+#[test]
+fn camel_case_entry_names_load_as_orkestra_takes_them() {
+    let dir = orkestra_folder("camel");
+    for name in ["webApp", "declarativeApp", "hybridApp", "Web2", "web-app"] {
+        let text = ORKESTRA_STYLE.replace("    gadget:\n", &format!("    {name}:\n"));
+        let k = load(&dir, &text).unwrap_or_else(|p| panic!("{name}: {p:#?}"));
+        assert!(k.spec.crds.contains_key(name), "{name}");
+    }
+    for (name, message) in [
+        (
+            "web_app",
+            "entry name \"web_app\" is not a name of letters, digits and `-`",
+        ),
+        (
+            "-web",
+            "entry name \"-web\" is not a name of letters, digits and `-`",
+        ),
+        ("web.app", "entry name \"web.app\" has a dot"),
+    ] {
+        let text = ORKESTRA_STYLE.replace("    gadget:\n", &format!("    {name}:\n"));
+        let p = problems_of(&dir, &text);
+        let p = one(&p);
+        assert_eq!(p.message, message);
+        assert_eq!(
+            p.line,
+            Some(line_of(&text, &format!("    {name}:"))),
+            "{name}"
+        );
+        assert!(p.hint.is_some(), "{name}");
+    }
+}
+
+/// [`ORKESTRA_STYLE`] with `setup` (YAML at the entry's indentation) in place of its list.
+fn with_setup(setup: &str) -> String {
+    let text = ORKESTRA_STYLE.replace("      setup:\n        - ./token.yaml\n", setup);
+    assert!(text.contains(setup), "the setup was put in");
+    text
+}
+
+#[test]
+fn setup_in_orkestra_s_map_form_loads_with_its_waits() {
+    let dir = orkestra_folder("setup-map");
+    let text = with_setup(
+        "      setup:
+        apply:
+          - ./cr.yaml
+          - path: ./token.yaml
+            wait:
+              - {kind: Secret, name: gadget-token, namespace: shop, timeout: 15s}
+        wait:
+          - kind: Deployment
+            name: gadget-db
+            ready: true
+",
+    );
+    let k = load(&dir, &text).expect("valid");
+    let setup = &k.spec.crds["gadget"].setup;
+    assert_eq!(setup[..], [dir.join("./cr.yaml"), dir.join("./token.yaml")]);
+    assert!(setup.waits_after(0).is_empty());
+    let secret = &setup.waits_after(1)[0];
+    assert_eq!(
+        (
+            secret.kind.as_str(),
+            secret.name.as_str(),
+            secret.namespace.as_deref()
+        ),
+        ("Secret", "gadget-token", Some("shop"))
+    );
+    assert_eq!(secret.timeout.get(), std::time::Duration::from_secs(15));
+    let db = &setup.wait[0];
+    assert!(db.ready && db.namespace.is_none());
+    assert_eq!(
+        db.timeout.get(),
+        std::time::Duration::from_secs(30),
+        "Orkestra's default"
+    );
+}
+
+#[test]
+fn what_ork_cannot_do_in_setup_is_refused_at_its_line_with_what_to_do() {
+    let dir = orkestra_folder("setup-refused");
+    let text = with_setup(
+        "      setup:
+        apply: [./token.yaml]
+        helm:
+          - {repo: https://charts.example.io, chart: db}
+",
+    );
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "spec.crds.gadget.setup.helm");
+    assert_eq!(p.line, Some(line_of(&text, "helm:")));
+    assert_eq!(p.message, "\"helm\" is not supported by ork");
+    assert!(
+        p.hint.as_deref().is_some_and(|h| h.contains("setup.wait")),
+        "{p:?}"
+    );
+
+    let text = with_setup(
+        "      setup:
+        wait:
+          - {kind: Secret, name: t, timeout: soon}
+",
+    );
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "spec.crds.gadget.setup.wait[0].timeout");
+    assert_eq!(p.line, Some(line_of(&text, "timeout: soon")));
+
+    let text = with_setup("      setup: 5\n");
+    let p = problems_of(&dir, &text);
+    let p = one(&p);
+    assert_eq!(p.path, "spec.crds.gadget.setup");
+    assert_eq!(p.line, Some(line_of(&text, "setup: 5")));
+    assert!(
+        p.message
+            .contains("expected a list of files, or {apply: [files], wait: [objects]}"),
+        "{}",
+        p.message
+    );
+
+    let text = with_setup("      setup:\n        apply:\n          - ./missing.yaml\n");
+    let p = problems_of(&dir, &text);
+    assert_eq!(one(&p).path, "spec.crds.gadget.setup.apply[0]");
+    assert_eq!(one(&p).line, Some(line_of(&text, "./missing.yaml")));
+}
+
+#[test]
+fn typed_mode_fields_are_refused_as_not_supported_with_what_to_do() {
+    let dir = orkestra_folder("typed");
+    let text = ORKESTRA_STYLE.replace(
+        "      crdFile: ./crd.yaml\n",
+        "      crdFile: ./crd.yaml\n      apiTypes:\n        object: Gadget\n        location: ./api/v1\n",
+    );
+    let p = problems_of(&dir, &text);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    for (p, field) in p.iter().zip(["object", "location"]) {
+        assert_eq!(p.path, format!("spec.crds.gadget.apiTypes.{field}"));
+        assert_eq!(p.line, Some(line_of(&text, &format!("{field}: "))));
+        assert_eq!(p.message, format!("\"{field}\" is not supported by ork"));
+        assert!(
+            p.hint.as_deref().is_some_and(|h| h.contains("typed mode")),
+            "{p:?}"
+        );
     }
 }

@@ -258,6 +258,54 @@ fn yaml_syntax_error_has_a_line() {
 }
 
 #[test]
+fn a_yaml_syntax_error_a_quoted_value_fixes_says_to_quote_it() {
+    let endpoint = "            endpoint: \"http://127.0.0.1:8025/reconcile\"\n";
+    for (value, fixed) in [
+        (
+            "{{ .spec.url }}",
+            "quote the value: `endpoint: \"{{ .spec.url }}\"`",
+        ),
+        (
+            "http://svc: 8025/reconcile",
+            "quote the value: `endpoint: \"http://svc: 8025/reconcile\"`",
+        ),
+        ("*svc", "quote the value: `endpoint: \"*svc\"`"),
+        ("@svc", "quote the value: `endpoint: \"@svc\"`"),
+        ("`svc`", "quote the value: `endpoint: \"`svc`\"`"),
+        (
+            "{{ printf \"%s\" .spec.url }}",
+            "quote the value: `endpoint: '{{ printf \"%s\" .spec.url }}'`",
+        ),
+    ] {
+        let line = format!("            endpoint: {value}\n");
+        let yaml = broken(endpoint, &line);
+        let p = problems(&yaml);
+        let p = only(&p);
+        assert!(
+            p.message.starts_with("not valid YAML"),
+            "{value}: {}",
+            p.message
+        );
+        assert_eq!(p.line, Some(line_of(&yaml, line.trim())), "{value}");
+        assert_eq!(p.hint.as_deref(), Some(fixed), "{value}");
+    }
+    // A list item too.
+    let yaml = broken(
+        "    webapp:\n",
+        "    webapp:\n      crFiles:\n        - {{ .x }}\n",
+    );
+    let p = problems(&yaml);
+    assert_eq!(
+        only(&p).hint.as_deref(),
+        Some("quote the value: `- \"{{ .x }}\"`")
+    );
+    // A syntax error quoting does not fix gets no such hint.
+    let p = problems(&broken("workers: 2", "workers: [2"));
+    assert!(only(&p).message.starts_with("not valid YAML"));
+    assert_eq!(only(&p).hint, None);
+}
+
+#[test]
 fn multi_entry_and_multi_document_katalogs() {
     let second = VALID
         .replace("    webapp:", "    worker:")

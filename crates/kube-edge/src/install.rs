@@ -1,6 +1,7 @@
 //! What `ork run` puts in the cluster itself (SPEC §9): each entry's `crdFile` (installed or
 //! updated before its watch starts, then waited on until Established), `setup` files at start and
-//! `crFiles` once the CRD is there — development helpers that `--no-dev-files` turns off.
+//! `crFiles` once the CRD is there — development helpers that `--no-dev-files` turns off. The
+//! waits of `setup` are [`crate::setup`]'s.
 //! Objects are server-side applied with field manager `ork-setup`.
 
 use std::path::{Path, PathBuf};
@@ -44,6 +45,16 @@ pub enum InstallError {
     },
     #[error("discovery: {0}")]
     Discovery(Box<kube::Error>),
+    #[error(
+        "setup.wait: the API server serves no kind {kind:?} (write the kind as it is served, e.g. Deployment, Secret)"
+    )]
+    WaitKind { kind: String },
+    #[error("setup.wait: {what} did not pass within {timeout}: {why}")]
+    WaitTimedOut {
+        what: String,
+        timeout: String,
+        why: String,
+    },
 }
 
 impl From<kube::Error> for InstallError {

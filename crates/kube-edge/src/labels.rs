@@ -28,6 +28,17 @@ pub const APPLIED: &str = "orkestra.orkspace.io/applied";
 pub const PREFIX: &str = "orkestra.orkspace.io/";
 pub const FIELD_MANAGER: &str = "orkestra-remote";
 pub const FINALIZER: &str = "orkestra.orkspace.io/remote-finalizer";
+/// The finalizers of ork's predecessor: Orkestra puts the first on every CR it manages (its
+/// generic reconciler the second), and inrun, as Orkestra was renamed, the last two. A CR that
+/// comes to ork carrying one would never go, so ork takes them over as its own: on a live CR it
+/// puts its own finalizer in their place (or none, when the entry needs none), and on a CR being
+/// deleted it does its own deletion and then removes them.
+pub const PREDECESSOR_FINALIZERS: [&str; 4] = [
+    "orkestra.orkspace.io/finalizer",
+    "orkestra.orkspace.io/cleanup",
+    "inrun.dev/finalizer",
+    "inrun.dev/cleanup",
+];
 
 /// Where a mark of ork's sits, for the reference (`docs/reference/observability.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +141,12 @@ pub const MARKS: &[Mark] = &[
         MarkKind::Finalizer,
         "CR",
         "With `remote.finalize: true`: held until the service answers a finalize call with `finalized: true` and ork has deleted the CR's children. Metacontroller entries use `metacontroller.io/compositecontroller-<name>` or `…/decoratorcontroller-<name>` instead.",
+    ),
+    mark(
+        PREDECESSOR_FINALIZERS[0],
+        MarkKind::Finalizer,
+        "CR",
+        "Orkestra's, on every CR it managed: ork takes it over. On a live CR ork puts its own finalizer in its place when the entry needs one and removes it when not; on a CR being deleted ork does its own deletion (finalize call, children), then removes it. The same for `orkestra.orkspace.io/cleanup`, `inrun.dev/finalizer` and `inrun.dev/cleanup`.",
     ),
     mark(
         FIELD_MANAGER,

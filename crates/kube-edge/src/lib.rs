@@ -39,6 +39,7 @@ mod registry;
 mod related;
 mod runtime;
 mod seal;
+pub mod setup;
 mod shard_set;
 pub mod shards;
 pub mod simulate;

@@ -127,7 +127,8 @@ fn load_and_use(g: &mut Gen, text: &str, case: &mut Case) {
 /// SPEC §1 and the bounds the runtime relies on, for a Katalog that loaded.
 fn invariants(k: &Katalog, case: &mut Case) {
     case.check(
-        k.api_version == ork_katalog::API_VERSION && k.kind == "Katalog",
+        ork_katalog::API_VERSIONS.contains(&k.api_version.as_str())
+            && ork_katalog::KINDS.contains(&k.kind.as_str()),
         "katalog-loaded-valid",
         || {
             format!(

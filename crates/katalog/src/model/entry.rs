@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::defaults::yes;
 use super::depends_on::DependsOn;
 use super::operator_box::OperatorBox;
+use super::setup::Setup;
 use crate::template::{Notes, SharedNotes, Template};
 
 /// `spec.crds.<name>`: one custom resource type and how it is reconciled.
@@ -38,10 +39,11 @@ pub struct CrdEntry {
     /// development helper, which `ork run --no-dev-files` (as the bundle runs it) skips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cr_files: Vec<PathBuf>,
-    /// Manifests applied when the entry starts, relative to the Katalog's folder: a
-    /// development helper, which `ork run --no-dev-files` (as the bundle runs it) skips.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub setup: Vec<PathBuf>,
+    /// Manifests applied when the entry starts, relative to the Katalog's folder, and what to
+    /// wait for before it starts: a list of files, or `{apply, wait}`. A development helper,
+    /// which `ork run --no-dev-files` (as the bundle runs it) skips.
+    #[serde(default, skip_serializing_if = "Setup::is_unset")]
+    pub setup: Setup,
     /// Whether the CRs are namespaced. With `crdFile` the CRD's scope decides, and a
     /// different value here is an error.
     #[serde(default = "yes")]

@@ -13,11 +13,13 @@ use crate::problem::Problem;
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Katalog {
-    /// The Katalog format's version.
-    #[schemars(extend("const" = crate::limits::API_VERSION))]
+    /// The Katalog format's version: Orkestra's `orkestra.orkspace.io/v1`, or inrun's
+    /// `inrun.dev/v1` (Orkestra renamed), read alike.
+    #[schemars(extend("enum" = crate::limits::API_VERSIONS))]
     pub api_version: String,
-    /// The kind of file; Orkestra's Komposer and Motif files are not read.
-    #[schemars(extend("const" = crate::limits::KIND))]
+    /// The kind of file: `Katalog`, or inrun's `Catalog`; Orkestra's Komposer and Motif files
+    /// are not read.
+    #[schemars(extend("enum" = crate::limits::KINDS))]
     pub kind: String,
     /// Who made the Katalog and what it is, shown by `ork validate` and `/katalog`.
     #[serde(default)]
@@ -107,7 +109,8 @@ pub struct NoteFunction {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KatalogSpec {
-    /// The entries, by name: each key, a lowercase DNS label, names the entry in logs, metrics
-    /// and health URLs; each value is one custom resource type and its reconciler.
+    /// The entries, by name: each key (letters, digits and `-`, as Orkestra's, `webApp` or
+    /// `web-app`) names the entry in logs, metrics and health URLs; each value is one custom
+    /// resource type and its reconciler.
     pub crds: BTreeMap<String, CrdEntry>,
 }

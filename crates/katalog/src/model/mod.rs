@@ -22,6 +22,7 @@ mod operator_box;
 mod payload;
 mod reconcile;
 mod remote;
+mod setup;
 
 pub use auth::{Auth, CaSecretRef, SecretRef, Tls, TlsSecretRef};
 pub use depends_on::{Dependency, DependencyCondition, DependsOn};
@@ -33,6 +34,7 @@ pub use operator_box::{CrossRef, CrossSelector, Observe, OperatorBox, RuntimeBox
 pub use payload::{ChildResourcePayload, ChildrenPayload, ObjectPayload, Payload};
 pub use reconcile::{OnStart, Queue, Reconcile, RetryBackoff};
 pub use remote::{RateLimit, Remote};
+pub use setup::{Setup, SetupWait};
 
 /// Rendered output lives with the rendering; named here too so `model::RenderedMetadata` stays.
 pub use crate::render::RenderedMetadata;

@@ -10,8 +10,13 @@ use serde_json::{Value, json};
 use super::compiled::Notes;
 use crate::sentinel::Sentinel;
 
+/// Where templates find the [`Facts`]: `.ork`, and `.inrun` as inrun's Catalogs (Orkestra
+/// renamed) write it, the same map under both.
+pub(crate) const FACTS_KEYS: [&str; 2] = ["ork", "inrun"];
+
 /// Runtime facts about the ork process, constant for its lifetime, visible to every template
-/// as `.ork.inCluster` (alias `.ork.inPod`), `.ork.namespace` and `.ork.version`.
+/// as `.ork.inCluster` (alias `.ork.inPod`), `.ork.namespace` and `.ork.version` (and the same
+/// under `.inrun`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Facts {
     pub in_cluster: bool,
@@ -60,7 +65,7 @@ impl Facts {
         INSTALLED.get_or_init(Facts::detect)
     }
 
-    /// The `.ork` map templates see.
+    /// The `.ork` (and `.inrun`) map templates see.
     pub fn as_value(&self) -> Value {
         json!({
             "inCluster": self.in_cluster,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::args::{truthy, type_name};
 use super::compiled::Note;
 use super::compiled::Notes;
-use super::context::RenderContext;
+use super::context::{FACTS_KEYS, RenderContext};
 use super::error::{TemplateError, err};
 use super::funcs;
 use super::parse::{Arg, Cmd, Node, Pipe};
@@ -97,16 +97,20 @@ impl<'c> Eval<'c> {
         Ok(())
     }
 
-    /// The root object: the data with the facts under `ork`, made on first use.
+    /// The root object: the data with the facts under `ork` (and inrun's `inrun`), made on
+    /// first use.
     fn root(&self) -> &'c Value {
         let cells: &'c Cells = self.cells;
         let ctx = self.ctx;
         cells.root.get_or_init(|| {
             let mut data = ctx.data.clone();
+            if data.is_null() {
+                data = Value::Object(serde_json::Map::new());
+            }
             if let Value::Object(m) = &mut data {
-                m.insert("ork".into(), ctx.facts.as_value());
-            } else if data.is_null() {
-                data = serde_json::json!({ "ork": ctx.facts.as_value() });
+                for key in FACTS_KEYS {
+                    m.insert(key.into(), ctx.facts.as_value());
+                }
             }
             data
         })
@@ -412,7 +416,9 @@ impl<'c> Eval<'c> {
             Dot::Val(v) => self.walk(v, chain),
             Dot::Root => match chain.split_first() {
                 None => Ok(Val::Ref(self.root())),
-                Some((first, rest)) if first == "ork" => self.walk(&Val::Ref(self.ork()), rest),
+                Some((first, rest)) if FACTS_KEYS.contains(&first.as_str()) => {
+                    self.walk(&Val::Ref(self.ork()), rest)
+                }
                 Some(_) => self.walk(&Val::Ref(self.ctx.data), chain),
             },
         }

@@ -58,6 +58,16 @@ fn runtime_facts_are_under_ork_with_the_in_pod_alias() {
         "out"
     );
     assert_eq!(render("{{ inCluster }}", json!({})), "false");
+    // inrun's Catalogs (Orkestra renamed) read the same facts under `.inrun`.
+    let t = Template::parse(
+        "{{ .inrun.inPod }} {{ .inrun.inCluster }} {{ .inrun.namespace }} {{ $.inrun.version }}",
+    )
+    .expect("parses");
+    assert_eq!(
+        t.render_in(&RenderContext::new(&data).with_facts(&f))
+            .expect("renders"),
+        "true true ork-system 9.9.9"
+    );
 }
 
 #[test]

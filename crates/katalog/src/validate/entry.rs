@@ -47,13 +47,22 @@ pub(super) fn check_entry(
     check_reconcile(f, &p, &ob.reconcile, &plain);
 }
 
-/// The entry name is a DNS label; `mode`, when written, is `dynamic`.
+/// The entry name is a name as Orkestra takes it (`webApp`, `web-app`); `mode`, when written,
+/// is `dynamic`.
 fn check_name_and_mode(f: &mut Findings, p: &str, name: &str, entry: &CrdEntry) {
-    if !is_dns_label(name) {
+    if name.contains('.') {
         f.add(
             p,
-            format!("entry name \"{name}\" must be a lowercase DNS label"),
-            Some("it appears in metric labels and health URLs"),
+            format!("entry name \"{name}\" has a dot"),
+            Some(
+                "ork names a Katalog's fields by dotted paths (spec.crds.NAME.…): use `-` instead",
+            ),
+        );
+    } else if !is_entry_name(name) {
+        f.add(
+            p,
+            format!("entry name \"{name}\" is not a name of letters, digits and `-`"),
+            Some("start with a letter or digit, at most 63 characters (`webApp`, `web-app`); it appears in logs, metric labels and health URLs"),
         );
     }
     if let Some(mode) = &entry.mode
@@ -92,11 +101,11 @@ fn check_api_types(f: &mut Findings, p: &str, t: &ApiTypes, has_crd_file: bool) 
     }
 }
 
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
+/// Orkestra's rule for an entry name (a hostname label, letters of either case): a letter or
+/// digit, then letters, digits and `-`, at most 63 in all. No Kubernetes object is named after
+/// an entry, so none needs a lowercase form.
+fn is_entry_name(s: &str) -> bool {
+    s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }

@@ -27,26 +27,31 @@ use entry::check_entry;
 use findings::Findings;
 use notes::check_notes;
 
-pub use crate::limits::{API_VERSION, KIND, MAX_BURST, MAX_QPS, MIN_QPS};
+pub use crate::limits::{
+    API_VERSION, API_VERSIONS, INRUN_API_VERSION, INRUN_KIND, KIND, KINDS, MAX_BURST, MAX_QPS,
+    MIN_QPS,
+};
 pub use findings::Finding;
 pub(crate) use notices::notices;
 
 /// Every semantic problem in `katalog`.
 pub fn validate(katalog: &Katalog) -> Vec<Finding> {
     let mut f = Findings::default();
-    if katalog.api_version != API_VERSION {
+    if !API_VERSIONS.contains(&katalog.api_version.as_str()) {
         f.add(
             "apiVersion",
             format!("unsupported apiVersion \"{}\"", katalog.api_version),
-            Some(&format!("use `apiVersion: {API_VERSION}`")),
+            Some(&format!(
+                "use `apiVersion: {API_VERSION}` (or inrun's `{INRUN_API_VERSION}`)"
+            )),
         );
     }
-    if katalog.kind != KIND {
+    if !KINDS.contains(&katalog.kind.as_str()) {
         f.add(
             "kind",
             format!("kind \"{}\" is not a {KIND}", katalog.kind),
             Some(&format!(
-                "use `kind: {KIND}` (Komposer and Motif files are not supported)"
+                "use `kind: {KIND}` (or inrun's `{INRUN_KIND}`; Komposer and Motif files are not supported)"
             )),
         );
     }

@@ -75,8 +75,8 @@ pub(crate) async fn start_entry(
     let dev_namespace = entry
         .single_namespace()
         .unwrap_or_else(|| "default".to_string());
-    if options.dev_files && !entry.setup.is_empty() {
-        apply_files(&client, &entry.setup, &dev_namespace).await?;
+    if options.dev_files && entry.setup.has_work() {
+        crate::setup::run_setup(&client, &entry.setup, &dev_namespace).await?;
     }
     if let Some(crd) = &entry.crd_file {
         install_crd(&client, crd).await?;

@@ -4,6 +4,11 @@
 //! finalizer on the CR; on deletion it calls the service with `prepared.finalizing: true` until
 //! it answers `finalized: true`, deletes every child it tracks for the CR, then removes the
 //! finalizer.
+//!
+//! Orkestra's finalizers ([`PREDECESSOR_FINALIZERS`]) are taken over as ork's own: on a live CR
+//! ork's finalizer replaces them (or nothing does, when the entry needs none); a CR being
+//! deleted that they hold goes through ork's deletion as if ork's finalizer held it, and loses
+//! them with ork's.
 
 use std::time::Duration;
 
@@ -20,12 +25,14 @@ use super::record;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::OwnWrites;
+use crate::labels::PREDECESSOR_FINALIZERS;
 use crate::ports::{CrRef, Owner};
 
 /// How soon to ask again when the service says it is not finished yet.
 const NOT_FINALIZED_RETRY: Duration = Duration::from_secs(5);
 
-/// Adds ork's finalizer when the entry needs one and the CR lacks it.
+/// Puts the CR's finalizers as ork wants them on a live CR: ork's own when the entry needs one,
+/// and none of Orkestra's (ork took them over).
 ///
 /// # Errors
 /// The patch was refused (a conflict when the CR changed meanwhile: retried at once).
@@ -35,13 +42,44 @@ pub(super) async fn ensure_finalizer(
     cr: &DynamicObject,
 ) -> Result<(), ReconcileError> {
     let finalizers = cr.finalizers();
-    if !ctx.needs_finalizer || finalizers.contains(&ctx.finalizer) {
+    let next = live_finalizers(ctx, finalizers);
+    if next.as_slice() == finalizers {
         return Ok(());
     }
-    let mut next = finalizers.to_vec();
-    next.push(ctx.finalizer.clone());
+    if finalizers.iter().any(|f| is_predecessor(f)) {
+        tracing::info!(
+            finalizers = ?finalizers,
+            "Orkestra's finalizer taken over"
+        );
+    }
     ports.cluster.set_finalizers(&CrRef::of(cr), next).await?;
     Ok(())
+}
+
+/// `current` without Orkestra's finalizers, with ork's when the entry needs it.
+fn live_finalizers(ctx: &EntryContext, current: &[String]) -> Vec<String> {
+    let mut next: Vec<String> = current
+        .iter()
+        .filter(|f| !is_predecessor(f))
+        .cloned()
+        .collect();
+    if ctx.needs_finalizer && !next.contains(&ctx.finalizer) {
+        next.push(ctx.finalizer.clone());
+    }
+    next
+}
+
+/// `current` without ork's finalizer and Orkestra's: what a finalized CR keeps.
+fn released_finalizers(ctx: &EntryContext, current: &[String]) -> Vec<String> {
+    current
+        .iter()
+        .filter(|f| **f != ctx.finalizer && !is_predecessor(f))
+        .cloned()
+        .collect()
+}
+
+fn is_predecessor(finalizer: &str) -> bool {
+    PREDECESSOR_FINALIZERS.contains(&finalizer)
 }
 
 /// Handles a CR with a deletionTimestamp.
@@ -52,9 +90,27 @@ pub(super) async fn finalize(
     owner: &Owner,
 ) -> Done {
     let mut own = OwnWrites::default();
-    if !job.cr.finalizers().contains(&ctx.finalizer) {
+    let finalizers = job.cr.finalizers();
+    let ours = finalizers.contains(&ctx.finalizer);
+    let orkestras = finalizers.iter().any(|f| is_predecessor(f));
+    if !ours && !orkestras {
         // Nothing of ork's holds the CR; garbage collection takes its children.
         return Done::early(Ok(Success::Deleting), own);
+    }
+    if !ours && !ctx.needs_finalizer {
+        // Only Orkestra's finalizer holds it, and ork has nothing to do before it goes:
+        // released, its children left to garbage collection (which honours an orphaning delete).
+        let remaining = released_finalizers(ctx, finalizers);
+        let outcome = ports
+            .cluster
+            .set_finalizers(&CrRef::of(&job.cr), remaining)
+            .await
+            .map(|()| Success::Finalized)
+            .map_err(ReconcileError::from);
+        if outcome.is_ok() {
+            tracing::info!("Orkestra's finalizer removed");
+        }
+        return Done::early(outcome, own);
     }
     let kind = &ctx.cr_resource.kind;
     let mut exchange = Exchange::default();
@@ -128,13 +184,7 @@ async fn release(
         }
     }
     children::delete_all(ctx, ports, job, own).await?;
-    let remaining: Vec<String> = job
-        .cr
-        .finalizers()
-        .iter()
-        .filter(|f| **f != ctx.finalizer)
-        .cloned()
-        .collect();
+    let remaining = released_finalizers(ctx, job.cr.finalizers());
     ports
         .cluster
         .set_finalizers(&CrRef::of(&job.cr), remaining)
