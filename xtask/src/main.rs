@@ -97,7 +97,7 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 14] = [
+const E2E: [(&str, &str); 16] = [
     ("ork", "core"),
     ("ork", "metacontroller"),
     ("ork", "inspect"),
@@ -111,6 +111,8 @@ const E2E: [(&str, &str); 14] = [
     ("ork", "helm"),
     ("ork", "tenancy"),
     ("ork", "validate_cluster"),
+    ("ork", "identity"),
+    ("ork", "init"),
     ("ork-test-support", "cluster"),
 ];
 
