@@ -13,7 +13,6 @@ use std::process::{Command, Output};
 
 use anyhow::{Result, ensure};
 use common::example::{ExampleCleanup, PORT, Reconciler, example, offline_katalog};
-use common::spawn_ork;
 use ork_test_support::{TestNamespace, client};
 
 /// A copy of the example in a fresh folder (its test/ files included), so that its Katalog can
@@ -87,7 +86,7 @@ fn the_examples_simulate_spec_holds_offline_and_a_wrong_one_fails_clearly() -> R
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_examples_e2e_spec_passes_while_ork_runs_the_example() -> Result<()> {
+async fn the_examples_e2e_spec_passes_with_the_operator_ork_e2e_runs_itself() -> Result<()> {
     let admin = client().await?;
     ExampleCleanup::now(&admin).await?;
     let _cleanup = ExampleCleanup;
@@ -102,36 +101,67 @@ async fn the_examples_e2e_spec_passes_while_ork_runs_the_example() -> Result<()>
         dir.join("katalog.yaml"),
         katalog.replace(&PORT.to_string(), &service.port.to_string()),
     )?;
-    let ork_run = spawn_ork(&dir.join("katalog.yaml"), &dir.join("ork.log"), &[], &[])?;
-
+    // Issue 50 (3): no `ork run` started by hand; the spec names its Katalog and ork e2e runs it.
     let (out, text) = ork(&dir, &["e2e", "test/e2e.yaml", "--junit", "junit.xml"])?;
-    if !out.status.success() {
-        eprintln!("--- ork run log ---\n{}", ork_run.log());
-    }
     assert!(out.status.success(), "{text}");
     for line in [
         "  - skipped: cluster: creating a kind cluster ork-e2e: ork e2e runs against the kubeconfig's cluster\n",
         "  ✓ install CRD ../crd.yaml",
         "  ✓ setup: apply ../setup.yaml",
+        "  ✓ run the operator: ork run -k ../katalog.yaml",
         "  ✓ Status written by the service",
         "  ✓ Drift correction — Deployment restored after manual edit",
         "  ✓ Garbage collection on CR delete",
-        " 0 failed, 2 skipped\n",
+        " 0 failed, 1 skipped\n",
     ] {
         assert!(text.contains(line), "{line:?} in:\n{text}");
     }
     let junit = std::fs::read_to_string(dir.join("junit.xml"))?;
-    assert!(junit.contains("failures=\"0\" skipped=\"2\""), "{junit}");
+    assert!(junit.contains("failures=\"0\" skipped=\"1\""), "{junit}");
     assert!(
         junit.contains("name=\"Service created and selects the pods\""),
         "{junit}"
     );
-    assert!(
-        junit.contains("<skipped message=\"ork e2e does not start ork"),
-        "{junit}"
-    );
-    drop(ork_run);
     drop(service);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Issue 50 (3): when a setup step fails, every expectation after it is still reported, as
+/// skipped with why (before, none was run nor reported, in the console or JUnit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_setup_reports_every_expectation_as_not_run_and_why() -> Result<()> {
+    let admin = client().await?;
+    let ns = TestNamespace::create(&admin).await?;
+    let dir = std::env::temp_dir().join(format!("ork-e2e-setup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let spec = format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: E2E
+metadata: {{name: setup-fails}}
+spec:
+  setup:
+    wait:
+      - {{kind: ConfigMap, name: never-there, namespace: {ns}, timeout: 1s}}
+  expect:
+    - name: first expectation
+      commands: [{{run: "true"}}]
+    - name: second expectation
+      commands: [{{run: "true"}}]
+"#,
+        ns = ns.name
+    );
+    std::fs::write(dir.join("e2e.yaml"), spec)?;
+    let (out, text) = ork(&dir, &["e2e", "--junit", "junit.xml", "--no-operator"])?;
+    assert!(!out.status.success(), "{text}");
+    for name in ["first expectation", "second expectation"] {
+        assert!(
+            text.contains(&format!("  - skipped: {name}: not run: setup: wait failed")),
+            "{name} in:\n{text}"
+        );
+    }
+    let junit = std::fs::read_to_string(dir.join("junit.xml"))?;
+    assert!(junit.contains("name=\"second expectation\""), "{junit}");
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

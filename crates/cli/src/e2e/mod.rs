@@ -31,6 +31,10 @@ pub struct E2eArgs {
     /// Kubeconfig context.
     #[arg(long)]
     pub context: Option<String>,
+    /// Start no operator: an `ork run` of the spec's Katalog already runs (by default ork e2e
+    /// runs `ork run -k KATALOG` itself for each spec that names a Katalog).
+    #[arg(long)]
+    pub no_operator: bool,
 }
 
 pub fn run(args: E2eArgs) -> ExitCode {
@@ -67,6 +71,8 @@ async fn run_files(args: &E2eArgs, files: Vec<PathBuf>) -> Vec<SpecReport> {
     let mut cluster = None;
     let shell = Shell {
         kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        operator: !args.no_operator,
     };
     let mut seen = std::collections::BTreeSet::new();
     let mut waits = std::collections::BTreeMap::new();

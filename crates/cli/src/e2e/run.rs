@@ -25,6 +25,9 @@ const DIAGNOSTIC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Where commands run and what they inherit.
 pub struct Shell {
     pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// Run the spec's Katalog with a child `ork run` (not with `--no-operator`).
+    pub operator: bool,
 }
 
 /// Runs one loaded file.
@@ -39,7 +42,10 @@ pub async fn run_spec(cluster: &Cluster, shell: &Shell, e2e: &E2e, path: &Path) 
     if let Some(d) = &e2e.metadata.description {
         say!("  {}", d.trim());
     }
-    let mut r = Recorder { cases: Vec::new() };
+    let mut r = Recorder {
+        cases: Vec::new(),
+        operator: None,
+    };
     let spec = &e2e.spec;
     if spec.init.is_some() {
         r.skip(
@@ -63,11 +69,13 @@ pub async fn run_spec(cluster: &Cluster, shell: &Shell, e2e: &E2e, path: &Path) 
         );
     }
     let custom = spec.custom_operator || spec.custom.is_some();
-    if !custom && spec.katalog.is_some() {
-        let katalog = spec.katalog.as_deref().unwrap_or_default();
+    let katalog = spec.katalog.as_deref().filter(|_| !custom);
+    if let Some(katalog) = katalog
+        && !shell.operator
+    {
         r.skip(
-            "install the operator (bundle, Helm chart)",
-            &format!("ork e2e does not start ork: run `ork run -k {katalog}` (from the spec's folder) alongside"),
+            "run the operator",
+            &format!("--no-operator: `ork run -k {katalog}` is expected to run alongside"),
         );
     }
     for f in &spec.values_files {
@@ -77,8 +85,35 @@ pub async fn run_spec(cluster: &Cluster, shell: &Shell, e2e: &E2e, path: &Path) 
         );
     }
 
-    if set_up(cluster, spec, &dir, &mut r).await {
+    let mut ready = set_up(cluster, spec, &dir, &mut r).await;
+    // After the setup, whose Secrets and ConfigMaps the Katalog may read.
+    if ready
+        && shell.operator
+        && let Some(katalog) = katalog
+    {
+        let started = Instant::now();
+        let step = format!("run the operator: ork run -k {katalog}");
+        let res = Operator::start(shell, &dir, katalog)
+            .await
+            .map(|op| r.operator = Some(op));
+        ready = r.result(&step, started, res);
+    }
+    if ready {
         expectations(cluster, shell, spec, &dir, &mut r).await;
+    } else {
+        // Every expectation is reported: not run, and why.
+        let why = r
+            .cases
+            .iter()
+            .rev()
+            .find(|c| matches!(c.outcome, Outcome::Failed(_)))
+            .map_or_else(
+                || "an earlier step failed".to_string(),
+                |c| format!("{} failed", c.name),
+            );
+        for exp in &spec.expect {
+            r.skip(&exp.name, &format!("not run: {why}"));
+        }
     }
     finish(
         cluster,
@@ -175,6 +210,15 @@ async fn expectations(
                         "delete the CRs"
                     };
                     if !r.result(step, started, res) {
+                        // What comes after it is reported, not silently dropped.
+                        let at = spec
+                            .expect
+                            .iter()
+                            .position(|e| std::ptr::eq(e, exp))
+                            .unwrap_or(0);
+                        for rest in &spec.expect[at..] {
+                            r.skip(&rest.name, &format!("not run: {step} failed"));
+                        }
                         break;
                     }
                 }
@@ -216,6 +260,10 @@ async fn finish(
         .cases
         .iter()
         .any(|c| matches!(c.outcome, Outcome::Failed(_)));
+    if failed && let Some(log) = r.operator.as_ref().map(Operator::log_tail) {
+        say!("  the operator's log (last lines):");
+        say!("{}", indent(&log, "    "));
+    }
     if failed && let Some(of) = on_failure {
         say!("  onFailure diagnostics:");
         let text = diagnostics(cluster, shell, of, dir).await;
@@ -234,6 +282,99 @@ async fn finish(
 
 struct Recorder {
     cases: Vec<Case>,
+    /// The `ork run` this spec started, stopped when the spec's run ends.
+    operator: Option<Operator>,
+}
+
+/// A child `ork run -k KATALOG` for one spec's run, killed when dropped.
+struct Operator {
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+impl Operator {
+    /// Starts `ork run` of `katalog` (relative to the spec's folder) on loopback ports of its
+    /// own and waits (up to a minute) until it says it is ready.
+    async fn start(shell: &Shell, dir: &Path, katalog: &str) -> Result<Operator> {
+        let exe = std::env::current_exe().map_err(|e| anyhow!("finding ork itself: {e}"))?;
+        let log = std::env::temp_dir().join(format!(
+            "ork-e2e-operator-{}-{}.log",
+            std::process::id(),
+            INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(["run", "-k", katalog])
+            .args(["--http-addr", "127.0.0.1:0", "--probe-addr", "127.0.0.1:0"])
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log)?);
+        if let Some(k) = &shell.kubeconfig {
+            cmd.arg("--kubeconfig").arg(k);
+        }
+        if let Some(c) = &shell.context {
+            cmd.args(["--context", c]);
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| anyhow!("starting ork run -k {katalog}: {e}"))?;
+        let mut op = Operator { child, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = op.child.try_wait()? {
+                bail!("ork run -k {katalog} exited ({status}):\n{}", op.log_tail());
+            }
+            if let Some(addr) = op.probe_addr()
+                && ready(&addr).await
+            {
+                return Ok(op);
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "ork run -k {katalog} was not ready within 60s:\n{}",
+                    op.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Where it serves `/readyz`, as its log says.
+    fn probe_addr(&self) -> Option<String> {
+        let log = std::fs::read_to_string(&self.log).ok()?;
+        let line = log.lines().find(|l| l.contains("serving /healthz"))?;
+        let at = line.find("addr=")? + "addr=".len();
+        Some(line[at..].split_whitespace().next()?.to_string())
+    }
+
+    /// The last 40 lines of its log.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Whether `GET http://ADDR/readyz` answers 200.
+async fn ready(addr: &str) -> bool {
+    let url = format!("http://{addr}/readyz");
+    match reqwest::Client::new()
+        .get(&url)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+    {
+        Ok(r) => r.status().is_success(),
+        Err(_) => false,
+    }
 }
 
 impl Recorder {
