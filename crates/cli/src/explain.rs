@@ -26,6 +26,7 @@ use kube::ResourceExt;
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
+use crate::record::text;
 use crate::retry::{Found, find_cr};
 
 pub struct ExplainArgs {
@@ -248,8 +249,12 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value, full: bool) -> String 
     if let Some(message) = last.and_then(|r| r["message"].as_str()) {
         let _ = writeln!(out, "\nlast error, whole:\n  {message}");
     }
-    let planned = Planned::find(&records);
-    let _ = writeln!(out, "\n{}:", Planned::heading(planned.as_ref(), "children"));
+    let planned = crate::record::Planned::find(&records);
+    let _ = writeln!(
+        out,
+        "\n{}:",
+        crate::record::Planned::heading(planned.as_ref(), "children")
+    );
     match planned.map(|p| p.steps) {
         Some(steps) if !steps.is_empty() => {
             for s in steps {
@@ -322,45 +327,6 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value, full: bool) -> String 
     out
 }
 
-/// The newest record with a plan: the children are as that reconcile planned them, as a newer
-/// one that applied nothing (a failed call, a refused answer) leaves them.
-pub(crate) struct Planned<'a> {
-    /// How many newer records applied no answer.
-    pub newer: usize,
-    pub record: &'a Value,
-    pub steps: &'a Vec<Value>,
-}
-
-impl<'a> Planned<'a> {
-    pub fn find(records: &'a [Value]) -> Option<Planned<'a>> {
-        records.iter().enumerate().find_map(|(newer, record)| {
-            Some(Planned {
-                newer,
-                record,
-                steps: record["plan"]["steps"].as_array()?,
-            })
-        })
-    }
-
-    /// `title` (`children`), and which reconcile planned them.
-    pub fn heading(planned: Option<&Planned<'_>>, title: &str) -> String {
-        let Some(p) = planned else {
-            return title.to_string();
-        };
-        let mut s = format!(
-            "{title}, as the reconcile at {} planned them ({} #{}",
-            text(&p.record["at"]),
-            text(&p.record["trigger"]),
-            p.record["attempt"].as_u64().unwrap_or(1)
-        );
-        if p.newer > 0 {
-            let _ = write!(s, "; {} newer reconcile(s) applied no answer", p.newer);
-        }
-        s.push(')');
-        s
-    }
-}
-
 /// How many reconciles the summary shows.
 const SUMMARY_RECORDS: usize = 10;
 
@@ -424,14 +390,6 @@ fn step(s: &Value) -> String {
         other => other.to_string(),
     };
     format!("{} {at}: {what}", text(&s["kind"]))
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
 }
 
 /// The host of `server` when it is plain `http://` to a host that is not loopback: a token sent

@@ -139,7 +139,7 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             "ork lacks {} permission(s) this Katalog (and its controllers) need:\n  {}\n{}",
             missing.len(),
             missing.join("\n  "),
-            crate::kubeconfig::run_as_hint(&args.katalog, home)
+            crate::hints::run_as_hint(&args.katalog, home)
         );
     }
     let runtime = if args.shards > 1 {

@@ -275,11 +275,11 @@ pub(crate) async fn object(
             esc(message)
         );
     }
-    let planned = crate::explain::Planned::find(&records);
+    let planned = crate::record::Planned::find(&records);
     let _ = write!(
         body,
         "<h2>{}</h2><ul id=\"plan\">",
-        esc(&crate::explain::Planned::heading(
+        esc(&crate::record::Planned::heading(
             planned.as_ref(),
             "Children"
         ))

@@ -75,7 +75,7 @@ pub async fn check(client: &Client, katalog: &Katalog, file: &str) -> Result<Clu
                 missing.join("\n      ")
             ),
             // Without ORK_NAMESPACE the RBAC's default namespace, as `ork run` says.
-            Some(crate::kubeconfig::run_as_hint(
+            Some(crate::hints::run_as_hint(
                 std::path::Path::new(&file),
                 std::env::var("ORK_NAMESPACE")
                     .ok()

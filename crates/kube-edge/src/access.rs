@@ -8,8 +8,11 @@
 //! Answers are remembered briefly by the token's digest and reviews of unseen tokens are
 //! rationed ([`memo`]), so a flood of requests costs the API server a bounded number of calls.
 
+mod check;
 pub mod memo;
 pub mod request;
+
+pub use check::ReadCheck;
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -21,62 +24,9 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
-use ork_katalog::CrdEntry;
 
 use crate::metrics::Metrics;
 use memo::{Memo, TokenKey, User};
-
-/// The CRs a read concerns: `verb` (`list`, or `get` of the one `name`) on `resource` of
-/// `group`, in `namespace` or everywhere.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ReadCheck {
-    pub verb: &'static str,
-    pub group: String,
-    pub resource: String,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-}
-
-impl ReadCheck {
-    /// What a reader of `entry`'s health and CRs must be allowed: `list` on its CRs, where the
-    /// entry watches them. The same for a Katalog entry and a Metacontroller controller's.
-    pub fn list_of(entry: &CrdEntry) -> ReadCheck {
-        ReadCheck {
-            verb: "list",
-            group: entry.api_types.group.clone(),
-            resource: entry.api_types.plural.clone(),
-            namespace: entry.single_namespace().filter(|_| entry.namespaced),
-            name: None,
-        }
-    }
-
-    /// The same CRs, `get` of the one named `name` in `namespace`.
-    pub fn get(&self, namespace: Option<String>, name: &str) -> ReadCheck {
-        ReadCheck {
-            verb: "get",
-            namespace,
-            name: Some(name.to_string()),
-            ..self.clone()
-        }
-    }
-
-    /// `list demo.ork.dev/webapps in ns`, as a refusal names it.
-    fn describe(&self) -> String {
-        let group = if self.group.is_empty() {
-            "core"
-        } else {
-            &self.group
-        };
-        let what = match &self.name {
-            Some(name) => format!("{group}/{} {name}", self.resource),
-            None => format!("{group}/{}", self.resource),
-        };
-        match &self.namespace {
-            Some(ns) => format!("{} {what} in {ns}", self.verb),
-            None => format!("{} {what}", self.verb),
-        }
-    }
-}
 
 /// The API server's decision on one caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

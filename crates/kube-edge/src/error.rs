@@ -217,16 +217,23 @@ impl ReconcileError {
     }
 
     /// Whether the failure says the service may be away as a whole: no connection could be made
-    /// (refused, DNS, TLS), the command could not be started, or no answer came within
-    /// `timeout`. An HTTP status, an over-size body or a connection closed without an answer are
-    /// answers of a running service to this one request: that key's failure, backed off on its
-    /// own, never a reason to probe the service (SPEC §10).
+    /// (refused, DNS, TLS), the command could not be started, no answer came within `timeout`,
+    /// or what stands in front of it said it is not there (502, 503, 504: a gateway, a mesh's
+    /// "no healthy upstream"). Any other HTTP status, an over-size body or a connection closed
+    /// without an answer are answers of a running service to this one request: that key's
+    /// failure, backed off on its own, never a reason to probe the service (SPEC §10).
     pub fn service_away(&self) -> bool {
         use ork_remote::CallError as C;
         matches!(
             self,
             ReconcileError::CallFailed(CallFailed::Call(
-                C::Connect { .. } | C::ExecSpawn { .. } | C::Timeout { .. }
+                C::Connect { .. }
+                    | C::ExecSpawn { .. }
+                    | C::Timeout { .. }
+                    | C::Status {
+                        status: 502..=504,
+                        ..
+                    }
             ))
         )
     }
@@ -237,7 +244,7 @@ impl ReconcileError {
     pub fn heard_from_service(&self) -> bool {
         use ork_remote::CallError as C;
         match self {
-            ReconcileError::CallFailed(CallFailed::Call(c)) => matches!(
+            ReconcileError::CallFailed(CallFailed::Call(c)) if !self.service_away() => matches!(
                 c,
                 C::Status { .. }
                     | C::Busy { .. }

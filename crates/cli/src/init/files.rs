@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::plan::{CrType, Plan};
 use super::skeleton::{bash, python};
-use super::{CrType, Plan};
 
 /// One file of the scaffold.
 #[derive(Debug)]

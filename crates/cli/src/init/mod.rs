@@ -3,8 +3,11 @@
 //! service in Python or bash, `ork test` cases for it and a README of the next commands.
 
 mod files;
+mod plan;
 mod schema;
 mod skeleton;
+
+use plan::{CrType, Plan};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,37 +40,6 @@ pub struct InitArgs {
     pub dir: Option<PathBuf>,
     /// The loopback port the Python service listens on and the Katalog's endpoint calls.
     #[arg(long, default_value_t = 8030, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
-}
-
-/// The CR type the operator reconciles.
-#[derive(Debug, Clone)]
-pub struct CrType {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub plural: String,
-    pub singular: String,
-}
-
-impl CrType {
-    pub fn api_version(&self) -> String {
-        format!("{}/{}", self.group, self.version)
-    }
-}
-
-/// Everything the files are made from.
-#[derive(Debug)]
-pub struct Plan {
-    pub name: String,
-    pub cr_type: CrType,
-    /// The sample CR as `cr.yaml` holds it: the type's apiVersion and kind, a name, the fields.
-    pub sample: Value,
-    /// The CR's OpenAPI schema.
-    pub schema: Value,
-    /// Whether the schema comes from a sample CR (else it is the minimal one).
-    pub inferred: bool,
-    pub python: bool,
     pub port: u16,
 }
 

@@ -1,7 +1,7 @@
 //! The reconcile service `ork init` writes: an HTTP service in Python (standard library only)
 //! or a bash script for the exec transport, each answering a ConfigMap child and a status.
 
-use super::Plan;
+use super::plan::Plan;
 
 const PYTHON: &str = r#"#!/usr/bin/env python3
 """The reconcile service of the __NAME__ operator, made by `ork init`.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use super::ReadCheck;
+use super::check::ReadCheck;
 
 /// How long an authenticated token's user is trusted without asking again (so a revoked token
 /// reads at most this much longer).

@@ -53,6 +53,9 @@ struct Recovery {
     probed: Option<String>,
     /// When the service last answered a call.
     last_answer: Option<Instant>,
+    /// Keys let go because the service answered (another key), and when: one that then fails
+    /// as "away" again while the service answered someone since is failing on its own.
+    released: HashMap<String, Instant>,
 }
 
 impl Recovery {
@@ -63,10 +66,15 @@ impl Recovery {
         self.last_probe.map(|t| later(t, PROBE_EVERY))
     }
 
-    /// Whether the service answered a call since `started` (a call's start): then a call
-    /// that failed meanwhile failed on its own.
-    fn answered_since(&self, started: Option<Instant>) -> bool {
-        matches!((self.last_answer, started), (Some(answer), Some(start)) if answer >= start)
+    /// Whether `key`'s "away" failure, of a call started at `started`, is its own: the service
+    /// answered another call while this one ran, or answered someone after it let `key` go
+    /// (and `key` failed again).
+    fn fails_on_its_own(&mut self, key: &str, started: Option<Instant>) -> bool {
+        let Some(answer) = self.last_answer else {
+            return false;
+        };
+        let released = self.released.remove(key);
+        started.is_some_and(|start| answer >= start) || released.is_some_and(|at| answer > at)
     }
 
     /// The waiting key to probe next: the one after the last probed, round the set.
@@ -167,6 +175,7 @@ impl Schedule {
         self.backoff.reset(&k);
         self.sweeps.reset(&k);
         self.recovery.waiting.remove(key);
+        self.recovery.released.remove(key);
         self.waiting_since.remove(key);
     }
 
@@ -202,6 +211,7 @@ impl Schedule {
         match outcome {
             Ok(success) => {
                 self.recovery.waiting.remove(key);
+                self.recovery.released.remove(key);
                 let answered = match success {
                     Success::Gated(why) => {
                         health.record_gated(why);
@@ -247,7 +257,7 @@ impl Schedule {
                             tracing::warn!(key = %k, "retries exhausted (queue.maxAttempts)");
                             self.recovery.waiting.remove(key);
                         } else {
-                            if e.service_away() && !self.recovery.answered_since(started) {
+                            if e.service_away() && !self.recovery.fails_on_its_own(key, started) {
                                 self.recovery.waiting.insert(k.clone());
                                 self.recovery.last_probe.get_or_insert(now);
                             } else {
@@ -274,6 +284,7 @@ impl Schedule {
             );
         }
         for key in waiting {
+            self.recovery.released.insert(key.clone(), now);
             self.add(key, Reason::Retry);
         }
         self.recovery.last_probe = None;
@@ -599,6 +610,47 @@ mod tests {
             t3 + Duration::from_secs(2),
         );
         assert_eq!(s.next_deadline(), Some(t3 + Duration::from_secs(3)));
+    }
+
+    /// A gateway's 503 for every call is the service being away: probed, and back within a
+    /// second; a 503 for one CR while the service answers the others is that CR's, even when
+    /// the others' answers let it go now and then.
+    #[test]
+    fn a_gateway_status_is_away_only_while_the_service_answers_nobody() {
+        let mut s = schedule("1s", "2m");
+        let mut h = Health::new(3);
+        let t0 = Instant::now();
+        s.add("ns/a".into(), Reason::Create);
+        run(&mut s, &mut h, t0, &status(503));
+        assert_eq!(
+            s.next_deadline(),
+            Some(t0 + PROBE_EVERY),
+            "probed in a second"
+        );
+
+        let mut s = schedule("1s", "2m");
+        for key in ["ns/unlucky", "ns/healthy"] {
+            s.add(key.into(), Reason::Create);
+        }
+        let mut calls: HashMap<String, u32> = HashMap::new();
+        let mut now = t0;
+        while now <= t0 + Duration::from_secs(60) {
+            while let Some((key, _)) = s.next(now) {
+                *calls.entry(key.clone()).or_default() += 1;
+                let outcome = if key == "ns/unlucky" {
+                    status(503)
+                } else {
+                    ok()
+                };
+                s.finished(&key, Some(&outcome), &mut h, now);
+                if key == "ns/healthy" {
+                    s.add_at(key, Reason::Update, now + Duration::from_secs(5));
+                }
+            }
+            now = s.next_deadline().expect("something is due");
+        }
+        assert!(calls["ns/unlucky"] <= 16, "{calls:?}");
+        assert!(calls["ns/healthy"] >= 12, "{calls:?}");
     }
 
     #[test]
