@@ -36,8 +36,10 @@ pub fn parse(arg: &str) -> Result<SecretArg, String> {
     })
 }
 
-/// The Secret values of an offline run: those of `given`, else (when the Katalog needs some and
-/// a kubeconfig exists) the Katalog's Secrets read once from the kubeconfig's cluster.
+/// The Secret values of an offline run: those of `given`; then those the Katalog's own `setup`
+/// files hold (a `kind: Secret` of that name, as Orkestra seeds them); else, for what is still
+/// missing when none was given and a kubeconfig exists, the Katalog's Secrets read once from
+/// the kubeconfig's cluster.
 ///
 /// # Errors
 /// A `--secret` file that cannot be read, or a Secret the cluster does not give.
@@ -59,6 +61,11 @@ pub async fn offline_secrets(katalog: &Katalog, given: &[SecretArg]) -> Result<O
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".into());
     let needed = secrets_needed(katalog, &ork_namespace);
+    from_setup_files(katalog, &needed, &mut out);
+    let needed: Vec<_> = needed
+        .into_iter()
+        .filter(|(_, name, key)| !out.has(name, key))
+        .collect();
     if !given.is_empty() || needed.is_empty() || !kubeconfig_exists() {
         return Ok(out);
     }
@@ -69,9 +76,65 @@ pub async fn offline_secrets(katalog: &Katalog, given: &[SecretArg]) -> Result<O
     let client = connect.await.context(
         "connecting to the kubeconfig's cluster to read auth.secretRef (or pass --secret NAME/KEY=FILE)",
     )?;
-    read_secrets(&client, &needed).await.context(
+    let read = read_secrets(&client, &needed).await.context(
         "reading auth.secretRef from the kubeconfig's cluster (or pass --secret NAME/KEY=FILE)",
-    )
+    )?;
+    for (_, name, key) in &needed {
+        if let Some(value) = read.value(name, key) {
+            out.insert(name, key, value.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Fills what `needed` names from the Secrets in the entries' `setup` files (each document
+/// of kind `Secret` whose name is the one needed and whose namespace, if it says one, is too),
+/// unless `out` has it already. A file that cannot be read is left to the other sources.
+fn from_setup_files(
+    katalog: &Katalog,
+    needed: &[(String, String, String)],
+    out: &mut OfflineSecrets,
+) {
+    use k8s_openapi::api::core::v1::Secret;
+    let files = katalog.spec.crds.values().flat_map(|e| e.setup.iter());
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for doc in text.split("\n---") {
+            let Ok(value) = serde_saphyr::from_str::<serde_json::Value>(doc) else {
+                continue;
+            };
+            if value["kind"] != "Secret" {
+                continue;
+            }
+            let Ok(secret) = serde_json::from_value::<Secret>(value) else {
+                continue;
+            };
+            let name = secret.metadata.name.as_deref().unwrap_or_default();
+            let namespace = secret.metadata.namespace.as_deref();
+            for (ns, want, key) in needed {
+                if want != name || namespace.is_some_and(|n| n != ns) || out.has(want, key) {
+                    continue;
+                }
+                let value = secret
+                    .string_data
+                    .as_ref()
+                    .and_then(|d| d.get(key).cloned())
+                    .or_else(|| {
+                        secret
+                            .data
+                            .as_ref()
+                            .and_then(|d| d.get(key))
+                            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+                    })
+                    .filter(|v| !v.is_empty());
+                if let Some(v) = value {
+                    out.insert(want, key, v);
+                }
+            }
+        }
+    }
 }
 
 /// A file written by `echo token > file` ends with a newline that is not part of the value.

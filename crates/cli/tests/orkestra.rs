@@ -246,6 +246,54 @@ fn the_example_validates_and_shows_its_metadata() -> Result<()> {
     Ok(())
 }
 
+/// Issue 50 (3): as Orkestra does, `ork simulate` takes the `auth.secretRef` Secret from the
+/// Katalog's own `setup` files: no `--secret`, no cluster, the Katalog unchanged.
+#[test]
+fn simulate_seeds_the_auth_secret_from_the_katalogs_setup_files() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("ork-orkestra-seed-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("home"))?;
+    for file in ["crd.yaml", "setup.yaml", "cr.yaml", "reconciler.py"] {
+        std::fs::copy(example().join(file), dir.join(file))?;
+    }
+    let setup = std::fs::read_to_string(dir.join("setup.yaml"))?;
+    assert!(
+        setup.contains("name: webapp-reconciler-token") && setup.contains("token: ork-demo-token"),
+        "the example's setup holds the token Secret"
+    );
+    let service = Reconciler::start(&dir, 0, dir.join("reconciler.log"))?;
+    let katalog = common::example::katalog_on_port(service.port)?;
+    assert!(
+        katalog.contains("secretRef:"),
+        "the Katalog reads its token from a Secret"
+    );
+    std::fs::write(dir.join("katalog.yaml"), katalog)?;
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["simulate", "--cr", "cr.yaml"])
+        .current_dir(&dir)
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir.join("home"))
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("steady after"), "{text}");
+    assert!(
+        !text.contains("ork-demo-token"),
+        "the value is never printed: {text}"
+    );
+    let calls = service.calls();
+    assert!(
+        !calls.is_empty() && calls.iter().all(|c| c["authorized"] == true),
+        "{calls:?}"
+    );
+    drop(service);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 #[test]
 fn the_example_service_reaches_steady_state_in_simulate() -> Result<()> {
     let dir = std::env::temp_dir().join(format!("ork-orkestra-sim-{}", std::process::id()));

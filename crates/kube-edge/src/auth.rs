@@ -107,6 +107,16 @@ impl OfflineSecrets {
         self.values.is_empty()
     }
 
+    /// Whether key `key` of the Secret `name` has a value.
+    pub fn has(&self, name: &str, key: &str) -> bool {
+        self.get(name, key).is_some()
+    }
+
+    /// The value of key `key` of the Secret `name`.
+    pub fn value(&self, name: &str, key: &str) -> Option<&str> {
+        self.get(name, key)
+    }
+
     fn get(&self, name: &str, key: &str) -> Option<&str> {
         self.values
             .get(&(name.to_string(), key.to_string()))
