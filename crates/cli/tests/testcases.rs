@@ -188,6 +188,17 @@ fn a_failing_case_names_the_case_the_object_the_field_the_expected_and_the_found
 fn without_the_secret_or_a_kubeconfig_every_command_says_how_to_give_it() -> Result<()> {
     let dir = temp("nosecret");
     let remote = Remote::start(&dir)?;
+    // Nor in the Katalog's setup files, where ork would find it as Orkestra does.
+    let setup = std::fs::read_to_string(dir.join("setup.yaml"))?;
+    let without: Vec<&str> = setup
+        .split("\n---")
+        .filter(|d| !d.contains("kind: Secret"))
+        .collect();
+    assert!(
+        without.len() < setup.split("\n---").count(),
+        "the setup held the Secret"
+    );
+    std::fs::write(dir.join("setup.yaml"), without.join("\n---"))?;
     let katalog = remote.katalog.to_string_lossy().into_owned();
     let cr = dir.join("cr.yaml").to_string_lossy().into_owned();
     let cases = example()
