@@ -28,13 +28,7 @@ fn ork(dir: &Path, args: &[&str]) -> Output {
         .expect("ork runs")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::output_text as text;
 
 /// A Python service started with `PORT=0`; its first line names the port it bound. Killed
 /// when dropped.

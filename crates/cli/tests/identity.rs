@@ -41,13 +41,7 @@ fn ork(args: &[&str], home: &str) -> Output {
         .expect("ork runs")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::output_text as text;
 
 /// The webapp example's Katalog named `name`, in `dir`.
 fn example_katalog(dir: &Path, name: &str) -> Result<PathBuf> {

@@ -33,13 +33,7 @@ fn ork(dir: &Path, args: &[&str]) -> Output {
         .expect("ork runs")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::output_text as text;
 
 /// The orkestra-remote example's service on a free port, a Katalog calling it and the demo
 /// token in a file, as `--secret` takes it.

@@ -74,6 +74,15 @@ impl Drop for Ork {
     }
 }
 
+/// What a finished `ork` command printed, stdout then stderr, as one text.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// The Katalog line that says where the service is.
 pub fn http(url: &str) -> String {
     format!("endpoint: \"{url}\"")
