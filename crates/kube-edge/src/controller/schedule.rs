@@ -263,6 +263,7 @@ impl Schedule {
                             } else {
                                 // Its own failure: off the probe's list, its backoff alone.
                                 self.recovery.waiting.remove(key);
+                                self.recovery.released.remove(key);
                             }
                             self.add_at(k, Reason::Retry, later(now, delay));
                         }
