@@ -880,9 +880,10 @@ async fn a_controller_s_parents_are_shown_only_to_those_who_may_read_them_and_ex
             .is_some_and(|e| e.iter().any(|e| e["name"] == "rollout")),
         "{katalog}"
     );
-    let body = wait_for("the parent's record", WAIT, || async {
+    let body = wait_for("the parent's record of a reconcile", WAIT, || async {
         let (code, body) = common::get_as(addr, &record, &admin).await.ok()?;
-        (code == 200).then_some(body)
+        let v: Value = serde_json::from_str(&body).ok()?;
+        (code == 200 && v["records"][0]["outcome"] == "ok").then_some(body)
     })
     .await?;
     let recorded: Value = serde_json::from_str(&body)?;

@@ -50,6 +50,21 @@ impl Related {
         }
     }
 
+    /// The parents with a rule for objects of `api_version`/`resource`.
+    fn relating(&self, api_version: &str, resource: &str) -> Vec<String> {
+        let Ok(m) = self.rules.lock() else {
+            return Vec::new();
+        };
+        m.iter()
+            .filter(|(_, rules)| {
+                rules
+                    .iter()
+                    .any(|r| r.api_version == api_version && r.resource == resource)
+            })
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     /// The parents whose rules select `object`, of `api_version`/`resource`.
     fn selecting(&self, api_version: &str, resource: &str, object: &Value) -> Vec<String> {
         let Ok(m) = self.rules.lock() else {
@@ -107,6 +122,16 @@ pub(crate) async fn watch(
                     Ok(watcher::Event::Apply(o)) => (o, false, false),
                     Ok(watcher::Event::InitApply(o)) => (o, false, true),
                     Ok(watcher::Event::Delete(o)) => (o, true, false),
+                    Ok(watcher::Event::InitDone) => {
+                        // What changed between a parent's last read of its related objects and
+                        // this (re)list arrived as part of the list: the parents relating this
+                        // type sync once, so that nothing created meanwhile is missed.
+                        let parents = related.relating(&api_version, &resource);
+                        if !parents.is_empty() {
+                            sync(parents);
+                        }
+                        continue;
+                    }
                     Ok(_) => continue,
                     Err(e) => {
                         tracing::debug!(error = %e, %resource, "related watch");
