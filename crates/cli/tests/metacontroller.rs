@@ -833,10 +833,18 @@ async fn a_controller_s_parents_are_shown_only_to_those_who_may_read_them_and_ex
     let client = client().await?;
     install_parent_crds(&client).await?;
     let ns = TestNamespace::create(&client).await?;
+    let home = TestNamespace::create(&client).await?;
     let hooks = Hooks::start()?;
     let dir = dir(&ns.name)?;
     let file = hooks.controllers("controllers.yaml", &dir)?;
-    let ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    // A namespace of its own, so its Lease too: other tests' orks run the same controllers,
+    // and this one's records must be of reconciles it makes.
+    let ork = spawn_ork(
+        &dir.join("no-katalog.yaml"),
+        &dir.join("ork.log"),
+        &["--controllers", file.to_str().context("path")?],
+        &[("ORK_NAMESPACE", home.name.as_str())],
+    )?;
     let rollout = json!({"apiVersion": "example.ork.dev/v1", "kind": "Rollout",
         "metadata": {"name": "web"}, "spec": {"value": "one"}});
     apply_yaml(&client, &rollout.to_string(), &ns.name).await?;
