@@ -140,7 +140,7 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
     // An answer ork rejects: --save keeps it, and ork simulate --replay rejects it the same
     // way, offline, without the service.
     phase.store(1, Ordering::SeqCst);
-    retry(&ns.name)?;
+    ork_retry("webapp/web", &ns.name)?;
     wait_for_reason(&api, "web", "AnswerRejected").await?;
     let saved = std::env::temp_dir().join(format!("ork-explain-{}", ns.name));
     let save = saved.display().to_string();
@@ -178,7 +178,7 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
 
     // The service heals; explain says Ready (exit 0) with the plan per child.
     phase.store(2, Ordering::SeqCst);
-    retry(&ns.name)?;
+    ork_retry("webapp/web", &ns.name)?;
     wait_ready(&api, "web", "True").await?;
     let (code, text) = wait_for_explained(&target, "Deployment").await?;
     assert_eq!(code, 0, "{text}");
@@ -191,20 +191,6 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
             "{text}"
         );
     }
-    Ok(())
-}
-
-/// `ork retry webapp/web -n ns`: reconcile it now.
-fn retry(ns: &str) -> Result<()> {
-    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
-        .args(["retry", "webapp/web", "-n", ns])
-        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "ork retry: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     Ok(())
 }
 

@@ -891,15 +891,7 @@ async fn a_controller_s_parents_are_shown_only_to_those_who_may_read_them_and_ex
     // Other tests' orks run the same controllers over every namespace: one of them may have
     // reconciled this parent first, and this ork, finding it done, does not call its hook
     // again. Asked by hand, every ork reconciles it now, this one included.
-    let retried = Command::new(env!("CARGO_BIN_EXE_ork"))
-        .args(["retry", "rollout/web", "-n", &ns.name])
-        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
-        .output()?;
-    anyhow::ensure!(
-        retried.status.success(),
-        "ork retry: {}",
-        String::from_utf8_lossy(&retried.stderr)
-    );
+    common::ork_retry("rollout/web", &ns.name)?;
     let body = wait_for("the parent's record of a reconcile", WAIT, || async {
         let (code, body) = common::get_as(addr, &record, &admin).await.ok()?;
         let v: Value = serde_json::from_str(&body).ok()?;

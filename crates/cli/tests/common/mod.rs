@@ -74,6 +74,21 @@ impl Drop for Ork {
     }
 }
 
+/// `ork retry TARGET -n NS` with the cluster's kubeconfig: reconcile that CR now, in every ork
+/// that serves it.
+pub fn ork_retry(target: &str, ns: &str) -> Result<()> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args(["retry", target, "-n", ns])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "ork retry: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
 /// What a finished `ork` command printed, stdout then stderr, as one text.
 pub fn output_text(out: &std::process::Output) -> String {
     format!(
