@@ -320,12 +320,13 @@ impl Operator {
             .map_err(|e| anyhow!("starting ork run -k {katalog}: {e}"))?;
         let mut op = Operator { child, log };
         let deadline = Instant::now() + Duration::from_secs(60);
+        let http = reqwest::Client::new();
         loop {
             if let Some(status) = op.child.try_wait()? {
                 bail!("ork run -k {katalog} exited ({status}):\n{}", op.log_tail());
             }
             if let Some(addr) = op.probe_addr()
-                && ready(&addr).await
+                && ready(&http, &addr).await
             {
                 return Ok(op);
             }
@@ -364,14 +365,9 @@ impl Drop for Operator {
 }
 
 /// Whether `GET http://ADDR/readyz` answers 200.
-async fn ready(addr: &str) -> bool {
+async fn ready(http: &reqwest::Client, addr: &str) -> bool {
     let url = format!("http://{addr}/readyz");
-    match reqwest::Client::new()
-        .get(&url)
-        .timeout(Duration::from_secs(2))
-        .send()
-        .await
-    {
+    match http.get(&url).timeout(Duration::from_secs(2)).send().await {
         Ok(r) => r.status().is_success(),
         Err(_) => false,
     }
