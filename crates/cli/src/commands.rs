@@ -158,7 +158,7 @@ impl Command {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Generate {
     /// ork's Namespace and ServiceAccount, and (Cluster)Roles and bindings with exactly the
-    /// permissions the Katalog needs: in one namespace for an entry that watches one.
+    /// permissions the Katalog needs: in its namespaces for an entry that watches named ones.
     Rbac {
         /// The Katalog file (default: ./katalog.yaml, as Orkestra's commands).
         #[arg(short = 'k', long = "katalog", default_value = DEFAULT_KATALOG)]

@@ -496,3 +496,184 @@ async fn ownership_marks_copied_by_a_tenant_count_for_nothing() -> Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// Whether the API server lets `user` do `verb` on `group/resource` in `namespace` (everywhere
+/// when `None`), asked as the admin.
+async fn may(
+    admin: &kube::Client,
+    user: &str,
+    verb: &str,
+    (group, resource): (&str, &str),
+    namespace: Option<&str>,
+) -> Result<bool> {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.into()),
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.into()),
+                group: Some(group.into()),
+                resource: Some(resource.into()),
+                namespace: namespace.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(admin.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+/// An entry allowed in two exact namespaces is watched in each and granted there only (finding
+/// L5: it got cluster-wide rights, Secrets of kube-system and of ork's namespace included), and
+/// under exactly that RBAC it reconciles CRs of both namespaces, sees their edits, and leaves a
+/// CR of a third namespace alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_of_two_namespaces_is_watched_and_granted_in_those_two_only() -> Result<()> {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+
+    let admin = client().await?;
+    let (a, b, other, home) = (
+        TestNamespace::create(&admin).await?,
+        TestNamespace::create(&admin).await?,
+        TestNamespace::create(&admin).await?,
+        TestNamespace::create(&admin).await?,
+    );
+    apply_yaml(&admin, CRD, &a.name).await?;
+    let svc = FakeService::start(|req| {
+        let replicas = req["object"]["spec"]["replicas"].clone();
+        Reply::ok(json!({"status": {"phase": "Ready"}, "resources": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+             "data": {"replicas": replicas.to_string()}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "password"},
+             "stringData": {"password": "not-telling"}}
+        ]}))
+    })
+    .await?;
+    let katalog = format!(
+        r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: test}}
+spec:
+  crds:
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      allowedNamespaces: [{a}, {b}]
+      operatorBox:
+        reconcile:
+          default: false
+          queue: {{retryBackoff: {{initial: 200ms, max: 2s}}}}
+          remote:
+            endpoint: "{url}"
+            timeout: 5s
+            managedResources:
+              - {{group: "", version: v1, plural: configmaps}}
+              - {{group: "", version: v1, plural: secrets}}
+"#,
+        a = a.name,
+        b = b.name,
+        url = svc.url
+    );
+    let dir = std::env::temp_dir().join(format!("ork-tenancy-two-{}", a.name));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("katalog.yaml");
+    std::fs::write(&path, katalog)?;
+    let name = format!("ork-{}", a.name);
+    let user = format!("system:serviceaccount:{}:{name}", home.name);
+    let result = async {
+        let ork = spawn_ork_with_generated_rbac(&admin, &path, &home.name, &name).await?;
+        // The RBAC: in the two namespaces, nowhere else.
+        let secrets = ("", "secrets");
+        for ns in [&a.name, &b.name] {
+            assert!(may(&admin, &user, "list", secrets, Some(ns)).await?, "{ns}");
+            assert!(
+                may(
+                    &admin,
+                    &user,
+                    "watch",
+                    ("demo.ork.dev", "webapps"),
+                    Some(ns)
+                )
+                .await?
+            );
+        }
+        for ns in [None, Some("kube-system"), Some(other.name.as_str())] {
+            assert!(!may(&admin, &user, "list", secrets, ns).await?, "{ns:?}");
+            assert!(!may(&admin, &user, "list", ("demo.ork.dev", "webapps"), ns).await?);
+            assert!(!may(&admin, &user, "create", ("", "configmaps"), ns).await?);
+        }
+
+        // Under it, CRs of both namespaces are reconciled...
+        for ns in [&a.name, &b.name, &other.name] {
+            create_webapp(&admin, ns, "web", "nginx:1").await?;
+        }
+        for ns in [&a.name, &b.name] {
+            let api = webapps(&admin, ns).await?;
+            wait_ready(&api, "web", "True").await?;
+            let cm = Api::<ConfigMap>::namespaced(admin.clone(), ns)
+                .get("settings")
+                .await?;
+            assert_eq!(cm.data.unwrap_or_default()["replicas"], "1");
+            assert!(
+                Api::<Secret>::namespaced(admin.clone(), ns)
+                    .get_opt("password")
+                    .await?
+                    .is_some()
+            );
+        }
+        // ... an edit in the second namespace is seen ...
+        webapps(&admin, &b.name)
+            .await?
+            .patch(
+                "web",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"replicas": 3}})),
+            )
+            .await?;
+        let configmaps = Api::<ConfigMap>::namespaced(admin.clone(), &b.name);
+        wait_for("the edit in the second namespace applied", WAIT, || async {
+            let cm = configmaps.get("settings").await.ok()?;
+            (cm.data
+                .unwrap_or_default()
+                .get("replicas")
+                .map(String::as_str)
+                == Some("3"))
+            .then_some(())
+        })
+        .await?;
+        // ... and a CR of the third namespace was never the entry's: no call, no status.
+        let asked: Vec<String> = svc
+            .received()
+            .iter()
+            .filter_map(|r| {
+                r.body["object"]["metadata"]["namespace"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .collect();
+        assert!(
+            asked.contains(&a.name) && asked.contains(&b.name),
+            "{asked:?}"
+        );
+        assert!(!asked.contains(&other.name), "{asked:?}");
+        let stray = webapps(&admin, &other.name).await?.get("web").await?;
+        assert!(ready(&stray).is_none(), "{:?}", stray.data["status"]);
+        let log = ork.log();
+        assert!(!log.contains("forbidden"), "{log}");
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    let _ = Api::<ClusterRole>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    result
+}

@@ -400,10 +400,47 @@ fn namespace_guards_merge_entry_and_runtime_levels() {
     assert!(!e.namespace_allowed("team-secret"));
     assert!(!e.namespace_allowed("default"));
     assert_eq!(e.single_namespace(), None);
+    assert_eq!(
+        e.watched_namespaces(),
+        None,
+        "a wildcard watches everywhere"
+    );
     let p = refused(&katalog(&format!(
         "      allowedNamespaces: [\"a*b\"]\n{RECONCILE}"
     )));
     assert_eq!(one(&p).path, "spec.crds.app.allowedNamespaces[0]");
+}
+
+/// Exact allowed namespaces are watched one by one (so the generated RBAC can be Roles there),
+/// less those a restriction excludes; a wildcard anywhere watches every namespace.
+#[test]
+fn exact_allowed_namespaces_are_the_watched_ones() {
+    let watched = |guards: &str| {
+        let k = ok(&katalog(&format!(
+            "{guards}      operatorBox:
+        reconcile:
+          default: false
+          remote: {{endpoint: \"http://app.svc/reconcile\"}}
+"
+        )));
+        k.spec.crds["app"].watched_namespaces()
+    };
+    let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        watched("      allowedNamespaces: [a, b]\n"),
+        names(&["a", "b"])
+    );
+    assert_eq!(
+        watched("      allowedNamespaces: [a, b, c]\n      restrictedNamespaces: [\"b*\"]\n"),
+        names(&["a", "c"])
+    );
+    assert_eq!(watched("      allowedNamespaces: [a, \"team-*\"]\n"), None);
+    assert_eq!(watched("      restrictedNamespaces: [kube-system]\n"), None);
+    assert_eq!(
+        watched("      allowedNamespaces: [a]\n      restrictedNamespaces: [a]\n"),
+        None,
+        "nothing left: as without guards"
+    );
 }
 
 const GATED: &str = "      operatorBox:

@@ -50,11 +50,14 @@ fn child_verbs() -> Vec<&'static str> {
     CHILD_VERBS.to_vec()
 }
 
-/// The one namespace an entry lives in, as `ork run` watches it: `namespace:`, or
-/// `allowedNamespaces` of exactly one namespace ([`CrdEntry::single_namespace`]); `None` when
-/// it watches every namespace. Its namespaced children are watched (and written) there.
-fn entry_namespace(entry: &CrdEntry) -> Option<String> {
-    entry.single_namespace()
+/// The namespaces an entry lives in, as `ork run` watches them: `namespace:`, or
+/// `allowedNamespaces` of exact names ([`CrdEntry::watched_namespaces`]); `[None]` when it
+/// watches every namespace. Its namespaced children are watched (and written) there.
+fn entry_homes(entry: &CrdEntry) -> Vec<Option<String>> {
+    match entry.watched_namespaces() {
+        Some(namespaces) => namespaces.into_iter().map(Some).collect(),
+        None => vec![None],
+    }
 }
 
 /// The plural of a managed resource, from the Katalog or the built-in kinds; `None` when only
@@ -134,9 +137,9 @@ pub fn metacontroller_rules() -> Vec<Rule> {
 /// Deterministic: the same Katalog always gives the same rules in the same order.
 ///
 /// - CRs (and their `status`/`finalizers`), children and events: cluster-wide for an entry that
-///   watches every namespace; in its namespace (and each managed resource's `namespaces`) for
-///   an entry that lives in one (`namespace:`, or `allowedNamespaces` of one namespace), as
-///   `ork run` then watches only there. Cluster-scoped children (built-in kinds, entries of the
+///   watches every namespace; in each of its namespaces (and each managed resource's
+///   `namespaces`) for an entry that lives in some (`namespace:`, or `allowedNamespaces` of
+///   exact names), as `ork run` then watches only there. Cluster-scoped children (built-in kinds, entries of the
 ///   Katalog, `clusterScoped: true`) are always cluster-wide.
 /// - Auth and TLS Secrets in their namespace, by name.
 /// - A `crdFile`'s CRD by name, to install or update it.
@@ -163,24 +166,30 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     for entry in katalog.spec.crds.values().filter(|e| e.enabled) {
         let t = &entry.api_types;
         // Children follow the entry's namespace; a cluster-scoped CR itself is cluster-wide.
-        let home_ns = entry_namespace(entry);
-        let at = home_ns.clone().filter(|_| entry.namespaced);
-        out.push(rule(
-            &t.group,
-            vec![t.plural.clone()],
-            &CR_VERBS,
-            at.clone(),
-        ));
-        out.push(rule(
-            &t.group,
-            vec![
-                format!("{}/status", t.plural),
-                format!("{}/finalizers", t.plural),
-            ],
-            &["get", "update", "patch"],
-            at.clone(),
-        ));
-        events.insert(at.clone());
+        let homes = entry_homes(entry);
+        let cr_homes = if entry.namespaced {
+            homes.clone()
+        } else {
+            vec![None]
+        };
+        for at in cr_homes {
+            out.push(rule(
+                &t.group,
+                vec![t.plural.clone()],
+                &CR_VERBS,
+                at.clone(),
+            ));
+            out.push(rule(
+                &t.group,
+                vec![
+                    format!("{}/status", t.plural),
+                    format!("{}/finalizers", t.plural),
+                ],
+                &["get", "update", "patch"],
+                at.clone(),
+            ));
+            events.insert(at);
+        }
         if entry.crd_file.is_some() {
             crds.insert(format!("{}.{}", t.plural, t.group));
         }
@@ -193,12 +202,16 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
             };
             let cluster_scoped =
                 m.cluster_scoped || cluster_entries.contains(&(m.group.as_str(), plural.as_str()));
-            let scopes: Vec<Option<String>> = match &home_ns {
-                Some(ns) if !cluster_scoped => std::iter::once(ns)
-                    .chain(&m.namespaces)
-                    .map(|n| Some(n.clone()))
-                    .collect(),
-                _ => vec![None],
+            let scopes: Vec<Option<String>> = if cluster_scoped || homes.contains(&None) {
+                vec![None]
+            } else {
+                let mut scopes = homes.clone();
+                for extra in &m.namespaces {
+                    if !scopes.contains(&Some(extra.clone())) {
+                        scopes.push(Some(extra.clone()));
+                    }
+                }
+                scopes
             };
             for role in &m.bind_roles {
                 let resource = if role.kind == "Role" {
@@ -588,7 +601,7 @@ spec:
     }
 
     #[test]
-    fn allowed_namespaces_of_one_namespace_narrow_like_namespace_and_more_do_not() {
+    fn exact_allowed_namespaces_narrow_like_namespace_and_wildcards_do_not() {
         let at = |entry: &str| -> Vec<Option<String>> {
             let rules = rules(&katalog(entry, ""), "ork-system", false);
             [
@@ -604,10 +617,24 @@ spec:
         let team = Some("team".to_string());
         assert_eq!(
             at("      allowedNamespaces: [team]\n"),
-            vec![team.clone(), team.clone(), team]
+            vec![team.clone(), team.clone(), team.clone()]
         );
+        // Two exact namespaces: each watched there, granted there (finding L5: they were
+        // granted cluster-wide, kube-system and ork's namespace included).
+        let ops = Some("ops".to_string());
         assert_eq!(
             at("      allowedNamespaces: [team, ops]\n"),
+            vec![
+                team.clone(),
+                ops.clone(),
+                ops.clone(),
+                team.clone(),
+                ops.clone(),
+                team.clone()
+            ]
+        );
+        assert_eq!(
+            at("      allowedNamespaces: [team, \"ops-*\"]\n"),
             vec![None, None, None]
         );
         assert_eq!(

@@ -89,6 +89,19 @@ impl Lean {
         serde_json::from_str::<Lean>(text).map(|l| l.object)
     }
 
+    /// An object known only by its metadata: what a watch reports deleted when a relist no
+    /// longer has it.
+    pub fn tombstone(metadata: kube::api::ObjectMeta) -> Lean {
+        Lean {
+            object: DynamicObject {
+                types: None,
+                metadata,
+                data: serde_json::Value::Null,
+            },
+            written_by_ork: false,
+        }
+    }
+
     /// The object and why it could not be read whole, if it could not.
     fn decoded(self) -> DecodedItem {
         let why = undecodable(&self.object.metadata).map(str::to_string);

@@ -129,17 +129,30 @@ impl CrdEntry {
         allowed.is_empty() || allowed.iter().any(|p| namespace_matches(namespace, p))
     }
 
-    /// The one namespace the guards pin the entry to (`namespace`, or a single exact allowed
-    /// namespace with no restrictions), so a watch can be scoped to it.
-    pub fn single_namespace(&self) -> Option<String> {
+    /// The namespaces the guards pin the entry to, so its watches (and its generated RBAC) can
+    /// be scoped to them: `namespace`, or the allowed namespaces when every one is an exact name
+    /// (less those the restrictions exclude), in the order given. `None` when the entry watches
+    /// every namespace (no guard, a wildcard, or nothing left).
+    pub fn watched_namespaces(&self) -> Option<Vec<String>> {
         if let Some(ns) = self.namespace.as_ref().filter(|n| !n.is_empty()) {
-            return Some(ns.clone());
+            return Some(vec![ns.clone()]);
         }
         let allowed = self.effective_allowed_namespaces();
-        match allowed.as_slice() {
-            [one] if !one.contains('*') && self.effective_restricted_namespaces().is_empty() => {
-                Some(one.clone())
-            }
+        if allowed.is_empty() || allowed.iter().any(|p| p.contains('*')) {
+            return None;
+        }
+        let restricted = self.effective_restricted_namespaces();
+        let watched: Vec<String> = allowed
+            .into_iter()
+            .filter(|ns| !restricted.iter().any(|p| namespace_matches(ns, p)))
+            .collect();
+        (!watched.is_empty()).then_some(watched)
+    }
+
+    /// The one namespace the guards pin the entry to ([`CrdEntry::watched_namespaces`] of one).
+    pub fn single_namespace(&self) -> Option<String> {
+        match self.watched_namespaces()?.as_slice() {
+            [one] => Some(one.clone()),
             _ => None,
         }
     }

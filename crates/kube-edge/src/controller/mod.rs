@@ -10,6 +10,7 @@ mod live;
 mod observe;
 mod recorder;
 mod schedule;
+mod scopes;
 mod start;
 mod state;
 mod watch;

@@ -73,7 +73,8 @@ pub(crate) async fn start_entry(
         .clone()
         .ok_or(EntryError::NoRemote)?;
     let dev_namespace = entry
-        .single_namespace()
+        .watched_namespaces()
+        .and_then(|n| n.into_iter().next())
         .unwrap_or_else(|| "default".to_string());
     if options.dev_files && entry.setup.has_work() {
         crate::setup::run_setup(&client, &entry.setup, &dev_namespace).await?;
@@ -141,7 +142,7 @@ pub(crate) async fn start_entry(
         .of_katalog(&katalog_name)
         .with_hooks(hooks, related.clone()),
     );
-    // One watch per namespace when the entry lives in one (so its RBAC can be Roles there),
+    // One watch per namespace when the entry lives in some (so its RBAC can be Roles there),
     // else one cluster-wide watch per type. Per scope, ork's children (label selector) and who
     // holds every object of the type there (metadata only: the adopt check reads it instead of
     // asking the API server per child).
@@ -213,8 +214,8 @@ pub(crate) async fn start_entry(
             tasks.spawn(watch.in_current_span());
         }
     }
-    let (api, config) = cr_watch(&ctx, &client);
-    tasks.spawn(watch_crs(feed, api, config).in_current_span());
+    let (apis, config) = cr_watch(&ctx, &client);
+    tasks.spawn(watch_crs(feed, apis, config).in_current_span());
     let published = published(&state, inputs.clone());
     let lane = drive_lane(
         state.lane(),
@@ -303,11 +304,11 @@ async fn follow(
 }
 
 /// Where children of type `t` are watched: each namespace they may live in when the entry
-/// watches one namespace and the type is namespaced, else everywhere (`None`).
+/// watches some namespaces and the type is namespaced, else everywhere (`None`).
 fn watch_scopes(ctx: &EntryContext, t: &crate::discovery::ChildType) -> Vec<Option<String>> {
-    match ctx.entry.single_namespace() {
-        Some(ns) if t.managed.namespaced => {
-            let mut scopes = vec![Some(ns)];
+    match ctx.entry.watched_namespaces() {
+        Some(homes) if t.managed.namespaced => {
+            let mut scopes: Vec<Option<String>> = homes.into_iter().map(Some).collect();
             for extra in &t.managed.namespaces {
                 if !scopes.contains(&Some(extra.clone())) {
                     scopes.push(Some(extra.clone()));

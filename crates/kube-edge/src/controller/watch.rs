@@ -33,13 +33,17 @@ use crate::wire::{Lean, undecodable};
 /// of transient memory.
 const LIST_PAGE: u32 = 500;
 
-/// The CRs this entry watches: one namespace if the entry says so, else all; with the entry's
-/// label and field selectors.
-pub(super) fn cr_watch(ctx: &EntryContext, client: &Client) -> (Api<Lean>, watcher::Config) {
+/// The CRs this entry watches: in each of its namespaces if the entry names them
+/// ([`CrdEntry::watched_namespaces`](ork_katalog::CrdEntry::watched_namespaces)), else in all;
+/// with the entry's label and field selectors.
+pub(super) fn cr_watch(ctx: &EntryContext, client: &Client) -> (Vec<Api<Lean>>, watcher::Config) {
     let entry = &ctx.entry;
-    let api = match entry.single_namespace() {
-        Some(ns) => Api::namespaced_with(client.clone(), &ns, &ctx.cr_resource),
-        None => Api::all_with(client.clone(), &ctx.cr_resource),
+    let apis = match entry.watched_namespaces().filter(|_| entry.namespaced) {
+        Some(namespaces) => namespaces
+            .iter()
+            .map(|ns| Api::namespaced_with(client.clone(), ns, &ctx.cr_resource))
+            .collect(),
+        None => vec![Api::all_with(client.clone(), &ctx.cr_resource)],
     };
     let mut config = watcher::Config::default().page_size(LIST_PAGE);
     let labels: Vec<String> = entry
@@ -58,7 +62,7 @@ pub(super) fn cr_watch(ctx: &EntryContext, client: &Client) -> (Api<Lean>, watch
     if !fields.is_empty() {
         config = config.fields(&fields.join(","));
     }
-    (api, config)
+    (apis, config)
 }
 
 /// Where a watch sends what it sees: the entry loop, with what it needs to read events.
@@ -70,9 +74,10 @@ pub(super) struct Feed {
     pub process: Arc<Process>,
 }
 
-/// The CRs' watch. A 404 (the CRD deleted) makes the entry degraded and not ready; the next
-/// event makes it whole again.
-pub(super) async fn watch_crs(feed: Feed, api: Api<Lean>, config: watcher::Config) {
+/// The CRs' watch (one per namespace watched, [merged](super::scopes::merged) into one). A 404
+/// (the CRD deleted) makes the entry degraded and not ready; the next event makes it whole
+/// again.
+pub(super) async fn watch_crs(feed: Feed, apis: Vec<Api<Lean>>, config: watcher::Config) {
     let Feed {
         observer,
         inputs,
@@ -80,7 +85,14 @@ pub(super) async fn watch_crs(feed: Feed, api: Api<Lean>, config: watcher::Confi
         process,
     } = feed;
     let resource = ctx.cr_resource.clone();
-    let mut stream = resilient(watcher(api, config));
+    let scopes = apis
+        .into_iter()
+        .map(|api| {
+            let namespace = api.namespace().map(str::to_string);
+            (namespace, resilient(watcher(api, config.clone())))
+        })
+        .collect();
+    let mut stream = super::scopes::merged(scopes, Lean::tombstone);
     let mut unserved = false;
     while let Some(event) = stream.next().await {
         match event {
