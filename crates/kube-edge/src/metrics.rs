@@ -145,7 +145,7 @@ impl Metrics {
         let applies = Family::<ApplyLabels, Counter>::default();
         registry.register(
             "ork_apply_operations",
-            "Server-side applies and prunes of children by entry, kind and result",
+            "Server-side applies, prunes, sweeps and recreate deletes of children by entry, kind and result (ok, error, pruned, prune_error, swept, sweep_error, recreated, recreate_error)",
             applies.clone(),
         );
         let queue_depth = Family::<EntryLabel, Gauge>::default();

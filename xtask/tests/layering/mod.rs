@@ -6,7 +6,7 @@
 //! in, following `use` re-exports to where the item is defined → the circles of that graph.
 //! Test items (`#[cfg(test)]`) are left out: tests may reach anywhere.
 
-mod lex;
+pub mod lex;
 mod modules;
 mod paths;
 
@@ -233,9 +233,17 @@ impl Graph {
                     let Some(absolute) = self.absolute(m, &path) else {
                         continue;
                     };
-                    let n = self.landing(&absolute, 0);
-                    if n != m {
-                        out.entry(n).or_insert_with(|| path.join("::"));
+                    // The module defining the item, and each module whose `pub use` the path
+                    // went through: a re-export is an import of the module re-exporting too
+                    // (`crate::model::X`, re-exported by `model` from `model::x`, depends on
+                    // `model`, which depends on everything it re-exports). Not the crate
+                    // root's: it is the crate's public face, every module its child.
+                    let mut through = Vec::new();
+                    let n = self.landing(&absolute, 0, &mut through);
+                    for n in std::iter::once(n).chain(through) {
+                        if n != m {
+                            out.entry(n).or_insert_with(|| path.join("::"));
+                        }
                     }
                 }
                 out
@@ -280,7 +288,8 @@ impl Graph {
 
     /// The module where the item at absolute `path` is defined: the deepest module the path
     /// walks through, then on through that module's `use` of the next name, if it is one.
-    fn landing(&self, path: &[String], depth: usize) -> usize {
+    /// Each module whose `use` it went on through is added to `through`.
+    fn landing(&self, path: &[String], depth: usize, through: &mut Vec<usize>) -> usize {
         let mut at = self.index[&Vec::new()];
         for (i, segment) in path.iter().enumerate() {
             if let Some(child) = self.child(at, segment) {
@@ -293,17 +302,25 @@ impl Graph {
             if let Some(from) = self.bindings[at].get(segment) {
                 let mut next = from.clone();
                 next.extend(path[i + 1..].iter().cloned());
-                return self.landing(&next, depth + 1);
+                if !self.modules[at].path.is_empty() {
+                    through.push(at);
+                }
+                return self.landing(&next, depth + 1, through);
             }
             if self.definitions[at].contains(segment) {
                 return at;
             }
             for glob in &self.globs[at] {
-                let source = self.landing(glob, depth + 1);
+                let mut via = Vec::new();
+                let source = self.landing(glob, depth + 1, &mut via);
                 if self.provides(source, segment) {
                     let mut next = self.modules[source].path.clone();
                     next.extend(path[i..].iter().cloned());
-                    return self.landing(&next, depth + 1);
+                    if !self.modules[at].path.is_empty() {
+                        through.push(at);
+                    }
+                    through.extend(via);
+                    return self.landing(&next, depth + 1, through);
                 }
             }
             return at;
@@ -386,6 +403,42 @@ mod tests {
         assert_eq!(
             found,
             vec!["fake (lib): a → b (`crate::b::B`) → a (`crate::A`)"]
+        );
+    }
+
+    /// `b` names `crate::m::A`, which `m` re-exports from `m::a`: `b` depends on `m` too, and
+    /// `m` (re-exporting `b`'s `B`) on `b`.
+    #[test]
+    fn a_path_through_a_module_s_reexport_depends_on_that_module() {
+        let found = circles_of(&[
+            (
+                "lib.rs",
+                "mod m;
+mod b;
+",
+            ),
+            (
+                "m/mod.rs",
+                "mod a;
+pub use a::A;
+pub use crate::b::B;
+",
+            ),
+            (
+                "m/a.rs",
+                "pub struct A;
+",
+            ),
+            (
+                "b.rs",
+                "pub struct B;
+fn f() -> crate::m::A { todo!() }
+",
+            ),
+        ]);
+        assert_eq!(
+            found,
+            vec!["fake (lib): b → m (`crate::m::A`) → b (`crate::b::B`)"]
         );
     }
 

@@ -36,6 +36,4 @@ pub use reconcile::{OnStart, Queue, Reconcile, RetryBackoff};
 pub use remote::{RateLimit, Remote};
 pub use setup::{Setup, SetupWait};
 
-/// Rendered output lives with the rendering; named here too so `model::RenderedMetadata` stays.
-pub use crate::render::RenderedMetadata;
 pub use crate::sentinel::Sentinel;

@@ -1051,6 +1051,36 @@ spec:
         assert_eq!(e.due(), [("ns/a".to_string(), Reason::Child)]);
     }
 
+    /// A child the reconcile deleted itself (a prune, or a `Recreate` update's delete, which
+    /// `children::apply` reports in `own.deleted` like a prune): its echo costs no call, whether
+    /// it comes during the reconcile or after it.
+    #[test]
+    fn a_child_the_reconcile_deleted_itself_is_no_drift() {
+        let deleted = |o: &DynamicObject| OwnWrites {
+            applied: vec![],
+            deleted: applied(o)
+                .applied
+                .into_iter()
+                .map(|a| (a.child, a.uid))
+                .collect(),
+        };
+        let old = child("one", "a", "1");
+        for echo_after_the_end in [false, true] {
+            let mut e = Entry::settled();
+            e.cr(watcher::Event::Apply(cr("a", 2)));
+            let (key, reason) = e.state.take_due(Instant::now(), false).remove(0);
+            let _work = e.state.work(key.clone(), reason).expect("work");
+            if !echo_after_the_end {
+                e.child(watcher::Event::Delete(old.clone()));
+            }
+            e.end(&key, deleted(&old));
+            if echo_after_the_end {
+                e.child(watcher::Event::Delete(old.clone()));
+            }
+            assert_eq!(e.due(), [], "echo after the end: {echo_after_the_end}");
+        }
+    }
+
     #[test]
     fn a_foreign_edit_of_the_cr_during_its_reconcile_is_reconciled_after_it_and_a_status_write_is_not()
      {

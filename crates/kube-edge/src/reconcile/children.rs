@@ -67,19 +67,24 @@ pub(super) async fn apply(
         return Err(e);
     }
     for step in plan.prunes() {
-        delete_one(ctx, ports, job, &step.at, own).await?;
+        delete_one(ctx, ports, job, &step.at, Deletion::Prune, own).await?;
     }
     // `Recreate`: the child goes now and comes back, as the answer has it, on the next
-    // reconcile (which the caller asks for soon).
+    // reconcile (which the caller asks for soon). Its deletion is ork's own write like a
+    // prune's: its echo is no foreign change.
     for step in plan.recreates() {
-        let t = &ctx.children[step.at.type_index];
-        ports
-            .cluster
-            .delete(t, step.at.namespace.as_deref(), &step.at.name)
-            .await?;
-        tracing::info!(kind = %t.managed.kind, child = %step.at.name, "deleted to recreate");
+        delete_one(ctx, ports, job, &step.at, Deletion::Recreate, own).await?;
     }
     Ok(())
+}
+
+/// Why ork deletes a child of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deletion {
+    /// The answer no longer lists it, or the CR is finalized.
+    Prune,
+    /// Its update strategy is `Recreate`: it comes back on the next reconcile.
+    Recreate,
 }
 
 /// Each desired child with what the watches know of it. A name ork has not seen among its own
@@ -184,12 +189,12 @@ pub(super) async fn delete_all(
     own: &mut OwnWrites,
 ) -> Result<(), ReconcileError> {
     for (at, _) in &job.children {
-        delete_one(ctx, ports, job, at, own).await?;
+        delete_one(ctx, ports, job, at, Deletion::Prune, own).await?;
     }
     Ok(())
 }
 
-/// Deletes the CR's child `at` (planned to be pruned).
+/// Deletes the CR's child `at` (planned to be pruned or recreated) and reports it in `own`.
 ///
 /// # Errors
 /// The delete failed.
@@ -198,6 +203,7 @@ async fn delete_one(
     ports: Ports<'_>,
     job: &Job,
     at: &ChildRef,
+    why: Deletion,
     own: &mut OwnWrites,
 ) -> Result<(), ReconcileError> {
     let t = &ctx.children[at.type_index];
@@ -205,15 +211,13 @@ async fn delete_one(
         .cluster
         .delete(t, at.namespace.as_deref(), &at.name)
         .await;
-    ports.metrics.applied(
-        &ctx.name,
-        &t.managed.kind,
-        if result.is_ok() {
-            "pruned"
-        } else {
-            "prune_error"
-        },
-    );
+    let outcome = match (why, result.is_ok()) {
+        (Deletion::Prune, true) => "pruned",
+        (Deletion::Prune, false) => "prune_error",
+        (Deletion::Recreate, true) => "recreated",
+        (Deletion::Recreate, false) => "recreate_error",
+    };
+    ports.metrics.applied(&ctx.name, &t.managed.kind, outcome);
     result?;
     let uid = job
         .children
@@ -222,6 +226,11 @@ async fn delete_one(
         .and_then(|(_, o): &(ChildRef, Arc<DynamicObject>)| o.uid())
         .unwrap_or_default();
     own.deleted.push((at.clone(), uid));
-    tracing::info!(kind = %t.managed.kind, child = %at.name, "pruned");
+    match why {
+        Deletion::Prune => tracing::info!(kind = %t.managed.kind, child = %at.name, "pruned"),
+        Deletion::Recreate => {
+            tracing::info!(kind = %t.managed.kind, child = %at.name, "deleted to recreate");
+        }
+    }
     Ok(())
 }
