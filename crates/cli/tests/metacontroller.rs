@@ -222,6 +222,16 @@ async fn update_strategies_keep_update_or_recreate_children_as_declared() -> Res
     })
     .await?;
     let first_uid = first.uid().context("uid")?;
+    // The first sync saw no children; the one after its own writes sees the ConfigMap it made
+    // (as Metacontroller syncs again on the children's events), with no edit and no resync.
+    let rollouts = parents_in(&client, "Rollout", &ns.name).await?;
+    let status = wait_for("the hook's view of the children it made", WAIT, || async {
+        let p = rollouts.get("web").await.ok()?;
+        let s = p.data.get("status")?.clone();
+        (s["observedConfigMaps"] == json!(["web-ondelete"])).then_some(s)
+    })
+    .await?;
+    assert_eq!(status["value"], "one", "{status}");
     apply_yaml(&client, &rollout("two"), &ns.name).await?;
     // InPlace: updated where it stands.
     wait_for("the InPlace Secret updated", WAIT, || async {
@@ -255,7 +265,6 @@ async fn update_strategies_keep_update_or_recreate_children_as_declared() -> Res
         "the ServiceAccount was recreated again"
     );
     // v1 keys: the children by name, as the hook saw them.
-    let rollouts = parents_in(&client, "Rollout", &ns.name).await?;
     let status = wait_for("the hook's view of its children", WAIT, || async {
         let p = rollouts.get("web").await.ok()?;
         let s = p.data.get("status")?.clone();

@@ -24,6 +24,10 @@ pub enum Reason {
     /// Someone asked for a reconcile now (`ork retry`, the `requested-at` annotation): the
     /// backoff starts over.
     Manual,
+    /// The last reconcile wrote children, and the protocol sees what it wrote before it is
+    /// done (a Metacontroller controller's next sync observes the children it just made,
+    /// SPEC §15).
+    Written,
     /// Children of a CR that went without ork's finalizer are to be deleted. The weakest
     /// reason: any other one for the same key takes its place (the sweep runs all the same).
     Sweep,
@@ -35,7 +39,12 @@ impl Reason {
     pub fn is_fresh(self) -> bool {
         matches!(
             self,
-            Reason::Create | Reason::Update | Reason::Child | Reason::Related | Reason::Manual
+            Reason::Create
+                | Reason::Update
+                | Reason::Child
+                | Reason::Related
+                | Reason::Manual
+                | Reason::Written
         )
     }
 
@@ -56,6 +65,7 @@ impl Reason {
             Reason::Related => "related",
             Reason::Gained => "gained",
             Reason::Manual => "manual",
+            Reason::Written => "written",
             Reason::Sweep => "sweep",
         }
     }

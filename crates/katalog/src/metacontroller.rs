@@ -509,9 +509,11 @@ impl Composite {
                 "maxResponseBytes": 8 * 1024 * 1024,
             }
         });
-        if let Some(period) = self.resync_period {
-            reconcile["resync"] = json!(format!("{}s", period.as_secs()));
-        }
+        // As Metacontroller: a periodic sync only with `resyncPeriodSeconds`.
+        reconcile["resync"] = json!(format!(
+            "{}s",
+            self.resync_period.map_or(0, |p| p.as_secs())
+        ));
         let entry = json!({
             "description": format!(
                 "Metacontroller {} {}",

@@ -217,6 +217,13 @@ impl EntryContext {
         self.entry.metacontroller.as_deref()
     }
 
+    /// Whether the service is synced once more after its own child writes, to observe them
+    /// (Metacontroller's controllers are: their hooks compute status from the children they
+    /// see, SPEC §15); a Katalog's service is not (ork tells it what it applied).
+    pub fn observes_own_writes(&self) -> bool {
+        self.composite().is_some()
+    }
+
     /// Whether some children are beyond an owner reference's reach (another namespace,
     /// cluster-scoped, or namespaced children of a cluster-scoped CR): they carry ork's mark.
     pub fn marks_children(children: &[ChildType], cr_namespaced: bool) -> bool {

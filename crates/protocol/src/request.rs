@@ -110,8 +110,9 @@ pub struct Trigger {
     /// children changed or was deleted), `resync` (the periodic call), `requeue` (after the
     /// answer's `requeueAfter`, or a finalize call not yet finalized), `retry` (after a
     /// failure), `manual` (`ork retry` or a new `orkestra.orkspace.io/requested-at`),
-    /// `gained` (this replica took over the CR's shard, with `--shards`) or `related` (an
-    /// object a Metacontroller customize hook relates to the CR changed).
+    /// `gained` (this replica took over the CR's shard, with `--shards`), `related` (an
+    /// object a Metacontroller customize hook relates to the CR changed) or `written` (a
+    /// Metacontroller controller's last sync wrote children: it sees them now).
     #[schemars(extend("enum" = TRIGGER_REASONS))]
     pub reason: String,
     /// 1 for the first try, growing with each retry after failures.
@@ -120,6 +121,7 @@ pub struct Trigger {
 
 /// Every `prepared.trigger.reason` ork sends (the engine's queue reasons but `sweep`, which
 /// calls no service), published as the schema's `enum`.
-pub(crate) const TRIGGER_REASONS: [&str; 9] = [
+pub(crate) const TRIGGER_REASONS: [&str; 10] = [
     "create", "update", "child", "resync", "requeue", "retry", "manual", "gained", "related",
+    "written",
 ];

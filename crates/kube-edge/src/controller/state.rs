@@ -108,6 +108,11 @@ pub(crate) struct ScopeWriter {
     pub objects: CacheWriter,
 }
 
+/// How many `written` syncs in a row may write children again before ork stops following its
+/// own writes for that CR until another change: a hook whose answer differs on every sync
+/// (a timestamp in a child) would otherwise be synced without end.
+const MAX_WRITTEN_SYNCS: u8 = 5;
+
 pub(crate) struct EntryState {
     ctx: Arc<EntryContext>,
     process: Arc<Process>,
@@ -123,6 +128,9 @@ pub(crate) struct EntryState {
     recorder: Recorder,
     /// Per key in flight for a child's change: which child, as the recorder names it.
     causes: HashMap<String, Box<str>>,
+    /// Per key, how many `written` syncs in a row wrote children again (see
+    /// [`MAX_WRITTEN_SYNCS`]).
+    written: HashMap<String, u8>,
     published_health: watch::Sender<Health>,
     published_load: watch::Sender<Load>,
 }
@@ -136,7 +144,10 @@ impl EntryState {
         live: Arc<LiveView>,
     ) -> EntryState {
         let pre = &ctx.entry.operator_box.pre_reconcile;
-        let index = Index::new(pre.sentinels.clone(), ctx.enqueue_gate.clone());
+        let mut index = Index::new(pre.sentinels.clone(), ctx.enqueue_gate.clone());
+        if ctx.observes_own_writes() {
+            index.observe_own_writes();
+        }
         let queue = &ctx.entry.operator_box.reconcile.queue;
         let health = Health::new(queue.failure_threshold);
         EntryState {
@@ -152,6 +163,7 @@ impl EntryState {
             lane: Arc::new(Lane::default()),
             recorder: Recorder::default(),
             causes: HashMap::new(),
+            written: HashMap::new(),
             process,
             ctx,
         }
@@ -267,10 +279,21 @@ impl EntryState {
     fn apply(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
+                Effect::Enqueue(key, Reason::Written)
+                    if self.written.get(&key).copied().unwrap_or(0) >= MAX_WRITTEN_SYNCS =>
+                {
+                    tracing::warn!(
+                        cr = %key,
+                        syncs = MAX_WRITTEN_SYNCS,
+                        "the hook's answer changed children on every sync after its own writes; \
+                         not syncing for them again until another change"
+                    );
+                }
                 Effect::Enqueue(key, reason) => self.schedule.add(key, reason),
                 Effect::Forget(key) => {
                     self.schedule.forget(&key);
                     self.recorder.forget(&key);
+                    self.written.remove(&key);
                 }
             }
         }
@@ -521,6 +544,13 @@ impl EntryState {
         };
         if let Some(later) = later {
             self.lane.push(&key, later);
+        }
+        // A `written` sync that wrote again extends the run; any other ends it.
+        let wrote = !own.applied.is_empty() || !own.deleted.is_empty();
+        if reason == Reason::Written && wrote {
+            *self.written.entry(key.clone()).or_default() += 1;
+        } else {
+            self.written.remove(&key);
         }
         let effects = self.index.finish(&key, own);
         self.schedule
@@ -906,6 +936,10 @@ spec:
         }
 
         fn end(&mut self, key: &str, own: OwnWrites) {
+            self.end_as(key, Reason::Update, own);
+        }
+
+        fn end_as(&mut self, key: &str, reason: Reason, own: OwnWrites) {
             let done = Done::early(
                 Ok(Success::Reconciled {
                     requeue_after: None,
@@ -914,7 +948,7 @@ spec:
             );
             let finished = Finished {
                 key: key.into(),
-                reason: Reason::Update,
+                reason,
                 swept: None,
                 done: Some(done),
                 attempt: 1,
@@ -1049,6 +1083,50 @@ spec:
         e.child(watcher::Event::Delete(written.clone()));
         e.end(&key, applied(&written));
         assert_eq!(e.due(), [("ns/a".to_string(), Reason::Child)]);
+    }
+
+    /// Where the protocol sees its own writes, each write's echo syncs the CR once more
+    /// (`written`), and a hook whose answer changes its children on every sync gets at most
+    /// [`MAX_WRITTEN_SYNCS`] such syncs in a row; the next change starts over.
+    #[test]
+    fn syncs_after_own_writes_end_when_nothing_changes_and_never_run_away() {
+        let mut e = Entry::settled();
+        e.state.index.observe_own_writes();
+        e.cr(watcher::Event::Apply(cr("a", 2)));
+        let mut reason = Reason::Update;
+        let mut syncs = 0;
+        for value in 0..20 {
+            let due = e.state.take_due(Instant::now(), false);
+            let Some((key, r)) = due.first().cloned() else {
+                break;
+            };
+            assert_eq!(r, reason, "sync {syncs}");
+            let _work = e.state.work(key.clone(), r).expect("work");
+            // The hook's answer differs each time: the child is written again.
+            let written = child("one", "a", &format!("v{value}"));
+            e.end_as(&key, r, applied(&written));
+            e.child(watcher::Event::Apply(written));
+            syncs += 1;
+            reason = Reason::Written;
+        }
+        assert_eq!(
+            syncs,
+            1 + usize::from(MAX_WRITTEN_SYNCS),
+            "the edit's, then 5"
+        );
+        assert_eq!(e.due(), []);
+        // An edit starts over; a sync that writes nothing ends the run at once.
+        e.cr(watcher::Event::Apply(cr("a", 3)));
+        let (key, r) = e.state.take_due(Instant::now(), false).remove(0);
+        let _work = e.state.work(key.clone(), r).expect("work");
+        let written = child("one", "a", "final");
+        e.end_as(&key, r, applied(&written));
+        e.child(watcher::Event::Apply(written));
+        let (key, r) = e.state.take_due(Instant::now(), false).remove(0);
+        assert_eq!(r, Reason::Written);
+        let _work = e.state.work(key.clone(), r).expect("work");
+        e.end_as(&key, r, OwnWrites::default());
+        assert_eq!(e.due(), [], "it saw its children, wrote nothing: done");
     }
 
     /// A child the reconcile deleted itself (a prune, or a `Recreate` update's delete, which

@@ -109,15 +109,26 @@ impl Index {
             }
         }
         out.extend(self.stray_seen(&child));
-        // A child that appears is ork's own apply, or an object someone labelled; only a change
-        // or a deletion of a known child is drift.
-        if let Some(prev) = previous
-            && prev.fingerprint != fingerprint
-            && expected != Some(fingerprint)
-        {
+        let changed = previous
+            .as_ref()
+            .is_none_or(|p| p.fingerprint != fingerprint);
+        if changed && expected == Some(fingerprint) {
+            // The echo of ork's own apply.
+            out.extend(self.written(owner_key.as_deref()));
+        } else if changed && previous.is_some() {
+            // A child that appears is ork's own apply, or an object someone labelled; only a
+            // change or a deletion of a known child is drift.
             out.extend(self.drift(owner_key, child, None));
         }
         out
+    }
+
+    /// The watch showed a write of the owner's last reconcile: for a protocol that sees its
+    /// own writes, a sync of the owner (not while a reconcile of it runs: its end judges that).
+    fn written(&self, owner_key: Option<&str>) -> Option<Effect> {
+        let owner = owner_key.filter(|k| self.observes_own_writes && self.crs.contains_key(*k))?;
+        (!self.in_flight.contains_key(owner))
+            .then(|| Effect::Enqueue(owner.to_string(), Reason::Written))
     }
 
     pub(super) fn child_gone(&mut self, child: &ChildRef) -> Vec<Effect> {
@@ -130,7 +141,9 @@ impl Index {
             self.unlink(owner.clone(), child);
             out.extend(self.settle(state.owner_key.as_deref(), owner));
         }
-        if !self.deleted_by_ork.remove(&state.uid) {
+        if self.deleted_by_ork.remove(&state.uid) {
+            out.extend(self.written(state.owner_key.as_deref()));
+        } else {
             out.extend(self.drift(
                 state.owner_key.as_deref().map(String::from),
                 child.clone(),
@@ -223,9 +236,23 @@ impl Index {
                 .get(child)
                 .is_none_or(|state| state.expected != Some(state.fingerprint)),
         });
+        // Writes whose echo came during the reconcile: the watch shows them already.
+        let echoed = self.observes_own_writes
+            && (own.applied.iter().any(|a| {
+                self.children
+                    .get(&a.child)
+                    .is_some_and(|s| s.fingerprint == a.fingerprint)
+            }) || own
+                .deleted
+                .iter()
+                .any(|(c, _)| !self.children.contains_key(c)));
         self.swept(own.deleted);
-        if drifted && self.crs.contains_key(key) {
+        if !self.crs.contains_key(key) {
+            Vec::new()
+        } else if drifted {
             vec![Effect::Enqueue(key.to_string(), Reason::Child)]
+        } else if echoed {
+            vec![Effect::Enqueue(key.to_string(), Reason::Written)]
         } else {
             Vec::new()
         }

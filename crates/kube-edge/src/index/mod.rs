@@ -231,6 +231,8 @@ pub(crate) struct Index {
     held_back: HashMap<Option<(usize, Option<String>)>, Vec<Effect>>,
     /// Re-lists in progress, by type and watch scope (a namespace, or all).
     listing_children: HashMap<(usize, Option<String>), HashSet<ChildRef>>,
+    /// Whether the entry's protocol sees its own writes ([`Index::observe_own_writes`]).
+    observes_own_writes: bool,
 }
 
 impl Index {
@@ -253,7 +255,15 @@ impl Index {
             listing_crs: None,
             held_back: HashMap::new(),
             listing_children: HashMap::new(),
+            observes_own_writes: false,
         }
+    }
+
+    /// The entry's protocol sees its own writes (a Metacontroller controller, SPEC §15): once
+    /// the watch shows a child as a reconcile wrote it (applied, or deleted), its owner is
+    /// queued with [`Reason::Written`], so the service observes the children it made.
+    pub fn observe_own_writes(&mut self) {
+        self.observes_own_writes = true;
     }
 
     /// Whether events must carry the CR's JSON (sentinels or an enqueue gate are declared).

@@ -666,3 +666,68 @@ fn children_of_one_namespace_share_its_text_and_unused_texts_go() {
         again.namespace.as_ref().expect("a namespace")
     ));
 }
+
+/// A protocol that sees its own writes (Metacontroller): the echo of each write of a reconcile
+/// syncs the owner once more (`written`), whether it comes during the reconcile or after; a
+/// second identical echo does not, nor does anything for a Katalog entry.
+#[test]
+fn the_echo_of_own_writes_syncs_the_owner_once_where_the_protocol_observes_them() {
+    for observes in [false, true] {
+        let mut ix = Index::new(vec![], None);
+        if observes {
+            ix.observe_own_writes();
+        }
+        let written = |key: &str| {
+            if observes {
+                enqueue(key, Reason::Written)
+            } else {
+                vec![]
+            }
+        };
+        ix.cr_event(cr("ns/a", 1), &no_gate);
+        // A created child, its echo after the reconcile ended.
+        ix.begin("ns/a");
+        let own = OwnWrites {
+            applied: vec![applied("one", 1)],
+            deleted: vec![],
+        };
+        assert!(ix.finish("ns/a", own).is_empty(), "no echo yet");
+        assert_eq!(
+            ix.child_event(0, None, seen(child("one", "ns/a", 1))),
+            written("ns/a")
+        );
+        assert!(
+            ix.child_event(0, None, seen(child("one", "ns/a", 1)))
+                .is_empty(),
+            "the same object again (a relist) is no write"
+        );
+        // An update whose echo came while the reconcile ran: judged at its end.
+        ix.begin("ns/a");
+        assert!(
+            ix.child_event(0, None, seen(child("one", "ns/a", 2)))
+                .is_empty()
+        );
+        let own = OwnWrites {
+            applied: vec![applied("one", 2)],
+            deleted: vec![],
+        };
+        assert_eq!(ix.finish("ns/a", own), written("ns/a"));
+        // A delete, its echo after.
+        ix.begin("ns/a");
+        let own = OwnWrites {
+            applied: vec![],
+            deleted: vec![(applied("one", 2).child, "uid-one".into())],
+        };
+        assert!(ix.finish("ns/a", own).is_empty());
+        assert_eq!(
+            ix.child_event(0, None, Seen::Deleted(child("one", "ns/a", 2))),
+            written("ns/a")
+        );
+        // Someone else's edit is drift as ever.
+        ix.child_event(0, None, seen(child("two", "ns/a", 1)));
+        assert_eq!(
+            ix.child_event(0, None, seen(child("two", "ns/a", 9))),
+            enqueue("ns/a", Reason::Child)
+        );
+    }
+}
