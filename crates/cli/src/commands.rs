@@ -132,6 +132,12 @@ impl Command {
     /// The Katalog file the command reads, if it reads one.
     pub fn katalog(&self) -> Option<&Path> {
         match self {
+            // Controllers alone need no Katalog.
+            Command::Generate(Generate::Rbac {
+                controllers,
+                metacontroller,
+                ..
+            }) if *metacontroller || !controllers.is_empty() => None,
             Command::Validate { katalog, .. }
             | Command::Generate(Generate::Rbac { katalog, .. })
             | Command::Generate(Generate::Bundle(Install { katalog, .. }))

@@ -434,3 +434,54 @@ fn a_name_given_names_the_cluster_scoped_objects_too() {
     let bundle = documents(&ork(&["generate", "bundle", "--name", "team-a-ork"]));
     assert_eq!(cluster_grant(&bundle).0, "team-a-ork");
 }
+
+/// Controllers alone need no Katalog (as `ork run --controllers`), and a controller's
+/// `orkestra.orkspace.io/bind-roles` annotation is granted as `bind` on exactly those names.
+#[test]
+fn rbac_for_controllers_alone_needs_no_katalog_and_binds_the_named_roles_only() {
+    let dir = std::env::temp_dir().join(format!("ork-generate-controllers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let controllers = dir.join("cluster-parent.yaml");
+    std::fs::write(
+        &controllers,
+        r#"apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: cluster-parent
+  annotations: {orkestra.orkspace.io/bind-roles: "ClusterRole/my-clusterrole"}
+spec:
+  resources: [{apiVersion: rbac.authorization.k8s.io/v1, resource: clusterroles}]
+  attachments: [{apiVersion: rbac.authorization.k8s.io/v1, resource: rolebindings}]
+  hooks: {sync: {webhook: {url: "http://127.0.0.1:1/sync"}}}
+"#,
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .current_dir(&dir)
+        .args(["generate", "rbac", "--controllers"])
+        .arg(&controllers)
+        .output()
+        .expect("ork runs");
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = documents(&stdout);
+    let binds: Vec<&Value> = docs
+        .iter()
+        .flat_map(|d| d["rules"].as_array().into_iter().flatten())
+        .filter(|r| {
+            r["verbs"]
+                .as_array()
+                .is_some_and(|v| v.contains(&serde_json::json!("bind")))
+        })
+        .collect();
+    assert_eq!(binds.len(), 1, "{binds:?}");
+    assert_eq!(binds[0]["resources"], serde_json::json!(["clusterroles"]));
+    assert_eq!(
+        binds[0]["resourceNames"],
+        serde_json::json!(["my-clusterrole"])
+    );
+}

@@ -928,3 +928,131 @@ async fn a_controller_s_parents_are_shown_only_to_those_who_may_read_them_and_ex
     );
     Ok(())
 }
+
+/// Metacontroller's `clusteredparent` example in shape: a DecoratorController over ClusterRoles
+/// (by annotation) attaches a RoleBinding to each. ork binds only the roles a controller names:
+/// refused, with the annotation to add, until the controller object names the role
+/// (`orkestra.orkspace.io/bind-roles`); then attached, put back when deleted, and removed with
+/// its ClusterRole. A child in ork's own namespace likewise waits for
+/// `orkestra.orkspace.io/children-in-ork-namespace: "true"`.
+#[tokio::test]
+async fn a_controller_binds_the_roles_and_uses_ork_s_namespace_only_as_its_annotations_allow()
+-> Result<()> {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+    use ork_test_support::fake_service::{FakeService, Reply};
+
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let home = TestNamespace::create(&client).await?;
+    let (tenant, ork_home) = (ns.name.clone(), home.name.clone());
+    let marker = format!("ork-test-{tenant}/binding");
+    let role = format!("{tenant}-role");
+    let hook = FakeService::start(move |req| {
+        let name = req["object"]["metadata"]["name"].as_str().unwrap_or_default();
+        Reply::ok(json!({"attachments": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": name, "namespace": tenant},
+             "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": tenant}],
+             "roleRef": {"kind": "ClusterRole", "name": name, "apiGroup": "rbac.authorization.k8s.io"}},
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": format!("{name}-note"), "namespace": ork_home},
+             "data": {"bound": name}}
+        ]}))
+    })
+    .await?;
+    let controller = |annotations: Value| {
+        json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "DecoratorController",
+            "metadata": {"name": "cluster-parent", "annotations": annotations},
+            "spec": {
+                "resources": [{"apiVersion": "rbac.authorization.k8s.io/v1", "resource": "clusterroles",
+                    "annotationSelector": {"matchExpressions": [{"key": marker, "operator": "Exists"}]}}],
+                "attachments": [
+                    {"apiVersion": "rbac.authorization.k8s.io/v1", "resource": "rolebindings"},
+                    {"apiVersion": "v1", "resource": "configmaps"}],
+                "hooks": {"sync": {"webhook": {"url": format!("{}/sync", hook.url)}}}}})
+        .to_string()
+    };
+    let dir = dir(&ns.name)?;
+    let file = dir.join("cluster-parent.yaml");
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns.name);
+    let notes: Api<ConfigMap> = Api::namespaced(client.clone(), &home.name);
+    let result = async {
+        apply_yaml(
+            &client,
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": role, "annotations": {&marker: "default"}},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]})
+            .to_string(),
+            "default",
+        )
+        .await?;
+        roles
+            .get(&role)
+            .await
+            .context("the ClusterRole was applied")?;
+
+        // As Metacontroller's manifest has it: the binding is refused and the log says how to
+        // allow it.
+        std::fs::write(&file, controller(json!({})))?;
+        let args = ["--controllers", file.to_str().context("path")?];
+        let env = [("ORK_NAMESPACE", home.name.as_str())];
+        let ork = spawn_ork(
+            &dir.join("no-katalog.yaml"),
+            &dir.join("ork.log"),
+            &args,
+            &env,
+        )?;
+        let allow = format!("orkestra.orkspace.io/bind-roles: \"ClusterRole/{role}\"");
+        wait_for("the refusal naming the annotation", WAIT, || async {
+            ork.log().contains(&allow).then_some(())
+        })
+        .await?;
+        assert!(bindings.get_opt(&role).await?.is_none(), "nothing applied");
+        drop(ork);
+
+        // Named on the controller, with ork's namespace allowed: attached.
+        std::fs::write(
+            &file,
+            controller(json!({
+                "orkestra.orkspace.io/bind-roles": format!("ClusterRole/{role}"),
+                "orkestra.orkspace.io/children-in-ork-namespace": "true"})),
+        )?;
+        let ork = spawn_ork(
+            &dir.join("no-katalog.yaml"),
+            &dir.join("ork2.log"),
+            &args,
+            &env,
+        )?;
+        let first = wait_for("the RoleBinding attached", WAIT, || async {
+            bindings.get_opt(&role).await.ok()?
+        })
+        .await?;
+        assert_eq!(first.role_ref.name, role);
+        notes
+            .get(&format!("{role}-note"))
+            .await
+            .context("the ConfigMap in ork's namespace")?;
+        // Deleted by hand: put back (a cluster-scoped parent's namespaced child).
+        bindings.delete(&role, &DeleteParams::default()).await?;
+        wait_for("the RoleBinding put back", WAIT, || async {
+            let again = bindings.get_opt(&role).await.ok()??;
+            (again.uid() != first.uid()).then_some(())
+        })
+        .await?;
+        // The ClusterRole goes: its attachments go with it.
+        roles.delete(&role, &DeleteParams::default()).await?;
+        wait_for("the attachments removed", WAIT, || async {
+            let gone = bindings.get_opt(&role).await.ok()?.is_none()
+                && notes.get_opt(&format!("{role}-note")).await.ok()?.is_none();
+            gone.then_some(())
+        })
+        .await?;
+        let log = ork.log();
+        assert!(!log.contains("bindRoles"), "{log}");
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    let _ = roles.delete(&role, &DeleteParams::default()).await;
+    result
+}

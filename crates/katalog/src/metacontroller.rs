@@ -13,8 +13,9 @@ use serde_json::{Map, Value, json};
 
 use crate::model::CrdEntry;
 pub use crate::model::composite::{
-    ChildRule, Composite, Decoration, Hook, RELATED_RESOURCES, RELATED_SECRET_VALUES,
-    RelatedAccess, RelatedRefused, Selector, UpdateMethod,
+    BIND_ROLES, CHILDREN_IN_ORK_NAMESPACE, ChildRule, Composite, ControllerGrants, Decoration,
+    Hook, RELATED_RESOURCES, RELATED_SECRET_VALUES, RelatedAccess, RelatedRefused, Selector,
+    UpdateMethod,
 };
 
 /// The API group and version of Metacontroller's objects.
@@ -55,7 +56,7 @@ pub fn entries_for_rbac(controllers: &[Composite]) -> Result<BTreeMap<String, Cr
     controllers
         .iter()
         .map(|c| {
-            let mut entry = Arc::new(c.clone()).entry("", true)?;
+            let mut entry = Arc::new(c.clone()).entry("", true, "")?;
             // Only discovery knows the parent's scope: granted as for a cluster-scoped one
             // (cluster-wide, and the key of the marks its namespaced children would carry).
             entry.namespaced = false;
@@ -74,6 +75,7 @@ struct Common {
     children: Vec<ChildRule>,
     resync_period: Option<std::time::Duration>,
     related: RelatedAccess,
+    grants: ControllerGrants,
 }
 
 /// The controller's [`RelatedAccess`] from its annotations.
@@ -126,6 +128,57 @@ fn related_access(
         }
     }
     Ok(access)
+}
+
+/// The controller's [`ControllerGrants`] from its annotations.
+fn grants(
+    object: &Value,
+    fail: impl Fn(&str, String) -> ControllerError,
+) -> Result<ControllerGrants, ControllerError> {
+    let annotation = |key: &str| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+    };
+    let field = |key: &str| format!("metadata.annotations[{key:?}]");
+    let mut grants = ControllerGrants::default();
+    match annotation(BIND_ROLES) {
+        None => {}
+        Some(Value::String(list)) => {
+            for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                match item.split_once('/') {
+                    Some((kind @ ("ClusterRole" | "Role"), name))
+                        if !name.is_empty() && !name.contains(['/', '*']) =>
+                    {
+                        grants.bind_roles.push(crate::model::BindRole {
+                            kind: kind.to_string(),
+                            name: name.to_string(),
+                        });
+                    }
+                    _ => {
+                        return Err(fail(
+                            &field(BIND_ROLES),
+                            format!(
+                                "{item:?} is not ClusterRole/<name> or Role/<name> (a literal name, for example ClusterRole/view)"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Some(_) => return Err(fail(&field(BIND_ROLES), "must be a string".into())),
+    }
+    match annotation(CHILDREN_IN_ORK_NAMESPACE) {
+        None => {}
+        Some(Value::String(v)) if v == "true" || v == "false" => grants.ork_namespace = v == "true",
+        Some(other) => {
+            return Err(fail(
+                &field(CHILDREN_IN_ORK_NAMESPACE),
+                format!("must be \"true\" or \"false\", got {other}"),
+            ));
+        }
+    }
+    Ok(grants)
 }
 
 /// Reports a problem of the controller `name` (of `kind`) at `field`.
@@ -281,7 +334,8 @@ fn common(
             }
         },
     };
-    let related = related_access(object, fail)?;
+    let related = related_access(object, &fail)?;
+    let grants = grants(object, &fail)?;
     let common = Common {
         name,
         version,
@@ -291,6 +345,7 @@ fn common(
         children,
         resync_period,
         related,
+        grants,
     };
     Ok((common, spec))
 }
@@ -396,6 +451,7 @@ impl Composite {
             resync_period: common.resync_period,
             decorator: None,
             related: common.related,
+            grants: common.grants,
         })
     }
 
@@ -467,6 +523,7 @@ impl Composite {
                     annotations,
                 }),
                 related: common.related.clone(),
+                grants: common.grants.clone(),
             });
         }
         Ok(out)
@@ -482,6 +539,7 @@ impl Composite {
         self: &Arc<Self>,
         parent_kind: &str,
         parent_namespaced: bool,
+        ork_namespace: &str,
     ) -> Result<CrdEntry, String> {
         let managed: Vec<Value> = self
             .children
@@ -492,9 +550,28 @@ impl Composite {
                     .split_once('/')
                     .unwrap_or(("", c.api_version.as_str()));
                 let mut m = json!({"group": group, "version": version, "plural": c.resource});
+                let mut namespaces: Vec<&str> = Vec::new();
                 if !parent_namespaced {
-                    m["namespaces"] = json!([ork_protocol::ANY_NAMESPACE]);
+                    namespaces.push(ork_protocol::ANY_NAMESPACE);
                     m["clusterScoped"] = json!(true);
+                }
+                if self.grants.ork_namespace && !ork_namespace.is_empty() {
+                    namespaces.push(ork_namespace);
+                }
+                if !namespaces.is_empty() {
+                    m["namespaces"] = json!(namespaces);
+                }
+                let binding = group == crate::model::RBAC_GROUP
+                    && matches!(c.resource.as_str(), "rolebindings" | "clusterrolebindings");
+                if binding && !self.grants.bind_roles.is_empty() {
+                    m["bindRoles"] = json!(
+                        self.grants
+                            .bind_roles
+                            .iter()
+                            .filter(|r| c.resource == "rolebindings" || r.kind == "ClusterRole")
+                            .map(|r| json!({"kind": r.kind, "name": r.name}))
+                            .collect::<Vec<_>>()
+                    );
                 }
                 m
             })
@@ -673,12 +750,72 @@ mod tests {
         assert_eq!(c.method("", "configmaps"), UpdateMethod::InPlace);
         assert_eq!(c.method("apps", "deployments"), UpdateMethod::OnDelete);
         assert_eq!(c.finalizer(), "metacontroller.io/compositecontroller-agg");
-        let e = c.entry("Thing", true).expect("entry");
+        let e = c.entry("Thing", true, "ork").expect("entry");
         assert_eq!(e.api_types.kind, "Thing");
         assert_eq!(e.api_types.group, "ex.io");
         let remote = e.operator_box.reconcile.remote.as_ref().expect("remote");
         assert_eq!(remote.managed_resources[0].plural, "configmaps");
         assert!(e.metacontroller.is_some());
+    }
+
+    /// The Katalog-only rules, opted into on the controller object: the roles its bindings
+    /// may name (a ClusterRoleBinding only ClusterRoles), and ork's namespace for children.
+    #[test]
+    fn a_controller_opts_into_bind_roles_and_ork_s_namespace_by_annotation() {
+        let mut spec = minimal();
+        spec["childResources"] = json!([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "resource": "rolebindings"},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "resource": "clusterrolebindings"},
+            {"apiVersion": "v1", "resource": "configmaps"}]);
+        let managed = |object: &Value| {
+            let c = Arc::new(Composite::parse(object).expect("parses"));
+            let e = c.entry("Thing", false, "ork-system").expect("entry");
+            let remote = e.operator_box.reconcile.remote.expect("remote");
+            remote.managed_resources
+        };
+        let plain = managed(&controller(spec.clone()));
+        assert!(plain.iter().all(|m| m.bind_roles.is_empty()));
+        assert_eq!(plain[2].namespaces, [ork_protocol::ANY_NAMESPACE]);
+
+        let mut object = controller(spec);
+        object["metadata"]["annotations"] = json!({
+            BIND_ROLES: "ClusterRole/view, Role/editor",
+            CHILDREN_IN_ORK_NAMESPACE: "true"});
+        let opted = managed(&object);
+        let roles = |i: usize| -> Vec<String> {
+            opted[i]
+                .bind_roles
+                .iter()
+                .map(|r| format!("{}/{}", r.kind, r.name))
+                .collect()
+        };
+        assert_eq!(roles(0), ["ClusterRole/view", "Role/editor"]);
+        assert_eq!(
+            roles(1),
+            ["ClusterRole/view"],
+            "a ClusterRoleBinding binds ClusterRoles"
+        );
+        assert!(opted[2].bind_roles.is_empty());
+        assert_eq!(
+            opted[2].namespaces,
+            [ork_protocol::ANY_NAMESPACE, "ork-system"]
+        );
+
+        for (key, value, says) in [
+            (BIND_ROLES, json!("view"), "ClusterRole/<name>"),
+            (BIND_ROLES, json!("ClusterRole/*"), "a literal name"),
+            (
+                CHILDREN_IN_ORK_NAMESPACE,
+                json!("yes"),
+                "\"true\" or \"false\"",
+            ),
+        ] {
+            let mut object = controller(minimal());
+            object["metadata"]["annotations"] = json!({key: value});
+            let e = Composite::parse(&object).expect_err("a bad annotation");
+            assert_eq!(e.field, format!("metadata.annotations[{key:?}]"));
+            assert!(e.message.contains(says), "{}", e.message);
+        }
     }
 
     #[test]

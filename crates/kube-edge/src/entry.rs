@@ -265,6 +265,14 @@ impl EntryContext {
         );
         // A Metacontroller hook's status conditions are its own, `Ready` included.
         policy.service_ready = self.composite().is_some();
+        policy.controller = self.composite().map(|c| {
+            let kind = if c.decorator.is_some() {
+                "DecoratorController"
+            } else {
+                "CompositeController"
+            };
+            format!("{kind} {}", c.name)
+        });
         policy
     }
 }

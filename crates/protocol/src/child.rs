@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::intent::{Intent, short, type_builds};
+use crate::metacontroller::{BIND_ROLES, CHILDREN_IN_ORK_NAMESPACE};
 use crate::names::{
     check_label_value, check_qualified_name, is_dns_subdomain, is_dns1035_label, parse_api_version,
 };
@@ -245,7 +246,7 @@ fn check_object(
         ));
     }
     if group == RBAC_GROUP && matches!(kind.as_str(), "RoleBinding" | "ClusterRoleBinding") {
-        check_role_ref(&object, &kind, &name, managed, &mut problems);
+        check_role_ref(&object, &kind, &name, managed, policy, &mut problems);
     }
     if group == RBAC_GROUP && kind == "ClusterRole" && !managed.role_aggregation {
         check_no_aggregation(&object, &name, &mut problems);
@@ -270,9 +271,14 @@ fn check_object(
                 .iter()
                 .any(|n| n == crate::policy::ANY_NAMESPACE);
         if ns == policy.ork_namespace && !policy.ork_namespace.is_empty() && !named {
-            problems.push(format!(
-                "{kind} {name} is in ork's own namespace \"{ns}\", which children may only use when managedResources declares `namespaces: [{ns}]` (even when the CR lives there)"
-            ));
+            problems.push(match &policy.controller {
+                Some(controller) => format!(
+                    "{kind} {name} is in ork's own namespace \"{ns}\", which children may only use when the controller allows it: annotate {controller} with `{CHILDREN_IN_ORK_NAMESPACE}: \"true\"` (in its manifest)"
+                ),
+                None => format!(
+                    "{kind} {name} is in ork's own namespace \"{ns}\", which children may only use when managedResources declares `namespaces: [{ns}]` (even when the CR lives there)"
+                ),
+            });
         } else if owner.namespace.is_none() && !declared {
             // Garbage collection cannot follow a cluster-scoped owner into a namespace it was
             // not told about, and "default" is nobody's choice: say where, explicitly.
@@ -364,6 +370,7 @@ fn check_role_ref(
     kind: &str,
     name: &str,
     managed: &crate::ManagedType,
+    policy: &Policy,
     problems: &mut Vec<String>,
 ) {
     let text = |key: &str| {
@@ -386,7 +393,11 @@ fn check_role_ref(
         .bind_roles
         .iter()
         .any(|(k, n)| k == role_kind && n == role);
-    if !declared {
+    if !declared && let Some(controller) = &policy.controller {
+        problems.push(format!(
+            "{kind} {name} binds {role_kind} {role}, which the controller does not allow; ork may bind only the roles a controller names: annotate {controller} with `{BIND_ROLES}: \"{role_kind}/{role}\"` (comma-separated for more, in its manifest) and regenerate the RBAC"
+        ));
+    } else if !declared {
         problems.push(format!(
             "{kind} {name} binds {role_kind} {role}, which the managed resource's bindRoles does not list; ork may bind only the roles declared there: add `bindRoles: [{{kind: {role_kind}, name: {role}}}]` to its managedResources entry (and regenerate the RBAC)"
         ));

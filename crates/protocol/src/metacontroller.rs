@@ -10,6 +10,13 @@
 //! `status` replaces the parent's status (ork keeps `observedGeneration` and its own
 //! conditions). ork adds `events`, which Metacontroller hooks cannot send.
 
+/// On a controller object: the roles its RoleBinding and ClusterRoleBinding children may bind,
+/// `Kind/name` comma-separated (`ClusterRole/view, Role/editor`), as a Katalog's `bindRoles`.
+pub const BIND_ROLES: &str = "orkestra.orkspace.io/bind-roles";
+/// On a controller object: `"true"` lets its children live in ork's own namespace too (a
+/// Katalog declares that namespace in `namespaces:`); without it a child there is refused.
+pub const CHILDREN_IN_ORK_NAMESPACE: &str = "orkestra.orkspace.io/children-in-ork-namespace";
+
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 

@@ -194,6 +194,9 @@ pub struct Policy {
     /// The service may report the `Ready` condition itself (a Metacontroller hook's status
     /// conditions, SPEC §15); ork's own `Ready` then shows a failure only.
     pub service_ready: bool,
+    /// The Metacontroller controller the answer is for (`CompositeController web`): a refusal
+    /// then names the controller's annotation that allows it, not a Katalog field.
+    pub controller: Option<String>,
 }
 
 impl Policy {
@@ -209,6 +212,7 @@ impl Policy {
             ork_namespace: ork_namespace.into(),
             limits: Limits::default(),
             service_ready: false,
+            controller: None,
         }
     }
 

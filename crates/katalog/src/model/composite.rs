@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use super::managed::BindRole;
+
 use ork_protocol::metacontroller::HookVersion;
 use serde_json::Value;
 
@@ -137,6 +139,18 @@ pub const RELATED_RESOURCES: &str = "orkestra.orkspace.io/related-resources";
 /// they arrive without `data`, unless Secrets are among the controller's child types.
 pub const RELATED_SECRET_VALUES: &str = "orkestra.orkspace.io/related-secret-values";
 
+pub use ork_protocol::metacontroller::{BIND_ROLES, CHILDREN_IN_ORK_NAMESPACE};
+
+/// What a controller object opts into beyond Metacontroller's schema, by annotation (the
+/// Katalog-only rules of SPEC §11 made expressible for controllers, never granted silently).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerGrants {
+    /// [`BIND_ROLES`]: the roles its binding children may name.
+    pub bind_roles: Vec<BindRole>,
+    /// [`CHILDREN_IN_ORK_NAMESPACE`].
+    pub ork_namespace: bool,
+}
+
 /// What a controller's customize hook may have ork read for it (SPEC §11, §20): related reads
 /// run under ork's identity, so they are held to what the controller object declares.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -220,6 +234,8 @@ pub struct Composite {
     pub entry_name: String,
     /// What the customize hook may have ork read ([`Composite::may_relate`]).
     pub related: RelatedAccess,
+    /// What the controller object opts into by annotation ([`ControllerGrants`]).
+    pub grants: ControllerGrants,
 }
 
 impl Composite {

@@ -229,7 +229,8 @@ impl Runtime {
             } else {
                 "CompositeController"
             };
-            let mut entry = match composite.entry(&parent.kind, namespaced) {
+            let mut entry = match composite.entry(&parent.kind, namespaced, &options.ork_namespace)
+            {
                 Ok(entry) => entry,
                 Err(e) => {
                     tracing::error!(error = %e, "{kind} not run");

@@ -451,6 +451,35 @@ fn a_binding_may_name_only_a_role_its_managed_resource_lists_in_bind_roles() {
     assert!(e.contains("roleRef needs kind and name"), "{e}");
 }
 
+/// For a Metacontroller controller the same refusals name the controller's annotation to add,
+/// since a controller has no Katalog fields.
+#[test]
+fn a_controller_s_refusals_name_the_annotation_that_allows_it() {
+    let mut p = binding_policy(&[]);
+    p.controller = Some("DecoratorController cluster-parent".into());
+    let e = decide_with(&p, role_binding("ClusterRole", "my-clusterrole"))
+        .expect_err("not allowed")
+        .to_string();
+    assert!(
+        e.contains(
+            "annotate DecoratorController cluster-parent with `orkestra.orkspace.io/bind-roles: \"ClusterRole/my-clusterrole\"`"
+        ),
+        "{e}"
+    );
+    assert!(!e.contains("managedResources"), "{e}");
+    let e = decide_with(
+        &p,
+        json!({"resources": [{"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "namespace": "ork-system"}}]}),
+    )
+    .expect_err("ork's namespace")
+    .to_string();
+    assert!(
+        e.contains("`orkestra.orkspace.io/children-in-ork-namespace: \"true\"`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_service_account_token_secret_is_refused_unless_its_managed_resource_opts_in() {
     let mut p = policy();
