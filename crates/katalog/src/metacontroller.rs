@@ -334,8 +334,8 @@ fn common(
             }
         },
     };
-    let related = related_access(object, &fail)?;
-    let grants = grants(object, &fail)?;
+    let related = related_access(object, fail)?;
+    let grants = grants(object, fail)?;
     let common = Common {
         name,
         version,
