@@ -1056,3 +1056,108 @@ async fn a_controller_binds_the_roles_and_uses_ork_s_namespace_only_as_its_annot
     let _ = roles.delete(&role, &DeleteParams::default()).await;
     result
 }
+
+/// Metacontroller's `service-per-pod` in shape: a DecoratorController with a finalize hook
+/// selects objects by annotation. An object whose annotation is removed is finalized, not
+/// dropped: its finalize hook is called, its attachment deleted and the decorator's finalizer
+/// removed, the object itself kept; with the annotation back it is decorated again.
+#[tokio::test]
+async fn an_object_a_decorator_stops_selecting_is_finalized_and_kept() -> Result<()> {
+    use ork_test_support::fake_service::{FakeService, Reply};
+
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let marker = format!("ork-test-{}/decorate", ns.name);
+    let hook = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        if req["finalizing"] == true {
+            return Reply::ok(json!({"attachments": [], "finalized": true}));
+        }
+        Reply::ok(json!({"attachments": [
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": format!("{name}-extra")},
+             "stringData": {"for": name}}]}))
+    })
+    .await?;
+    let dir = dir(&ns.name)?;
+    let file = dir.join("decorator.yaml");
+    std::fs::write(
+        &file,
+        json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "DecoratorController",
+            "metadata": {"name": "extra-secret"},
+            "spec": {
+                "resources": [{"apiVersion": "v1", "resource": "configmaps",
+                    "annotationSelector": {"matchExpressions": [{"key": marker, "operator": "Exists"}]}}],
+                "attachments": [{"apiVersion": "v1", "resource": "secrets"}],
+                "hooks": {
+                    "sync": {"webhook": {"url": format!("{}/sync", hook.url)}},
+                    "finalize": {"webhook": {"url": format!("{}/finalize", hook.url)}}}}})
+        .to_string(),
+    )?;
+    let _ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    let finalizer = "metacontroller.io/decoratorcontroller-extra-secret";
+    let annotate = |on: bool| {
+        let value = if on { json!("yes") } else { Value::Null };
+        json!({"metadata": {"annotations": {&marker: value}}})
+    };
+    apply_yaml(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "annotations": {&marker: "yes"}}, "data": {"k": "v"}})
+        .to_string(),
+        &ns.name,
+    )
+    .await?;
+    cms.get("web").await.context("the ConfigMap was applied")?;
+    wait_for("the attachment and the finalizer", WAIT, || async {
+        secrets.get_opt("web-extra").await.ok()??;
+        let cm = cms.get("web").await.ok()?;
+        cm.finalizers().iter().any(|f| f == finalizer).then_some(())
+    })
+    .await?;
+
+    // Opted out: finalized, the object kept.
+    cms.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(annotate(false)),
+    )
+    .await?;
+    wait_for(
+        "the attachment deleted, the finalizer removed",
+        WAIT,
+        || async {
+            let gone = secrets.get_opt("web-extra").await.ok()?.is_none();
+            let cm = cms.get("web").await.ok()?;
+            (gone && !cm.finalizers().iter().any(|f| f == finalizer)).then_some(())
+        },
+    )
+    .await?;
+    assert!(
+        hook.received().iter().any(|r| r.body["finalizing"] == true),
+        "the finalize hook was called"
+    );
+    assert!(cms.get_opt("web").await?.is_some(), "the object stays");
+
+    // Opted in again: decorated again.
+    cms.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(annotate(true)),
+    )
+    .await?;
+    wait_for("the attachment back", WAIT, || async {
+        secrets.get_opt("web-extra").await.ok()?
+    })
+    .await?;
+    cms.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    Ok(())
+}

@@ -82,7 +82,8 @@ fn is_predecessor(finalizer: &str) -> bool {
     PREDECESSOR_FINALIZERS.contains(&finalizer)
 }
 
-/// Handles a CR with a deletionTimestamp.
+/// Handles a CR with a deletionTimestamp (or an object a DecoratorController stopped
+/// selecting while its finalizer holds it).
 pub(super) async fn finalize(
     ctx: &EntryContext,
     ports: Ports<'_>,

@@ -66,10 +66,17 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             .reconciled(&ctx.name, "gated", started.elapsed());
         return Done::early(Ok(Success::Gated(why)), own);
     }
-    // A DecoratorController leaves alone what its selectors do not select.
+    // A DecoratorController leaves alone what its selectors do not select, but an object that
+    // stopped matching while it holds the decorator's finalizer is finalized first, as
+    // Metacontroller does: its finalize hook called, its attachments deleted, the finalizer
+    // removed (the object itself stays).
     if undecodable.is_none()
         && let Some(why) = hooks::unselected(ctx, &job.cr)
     {
+        if kube::ResourceExt::finalizers(&*job.cr).contains(&ctx.finalizer) {
+            tracing::info!(reason = %why, "no longer decorated: finalizing");
+            return finalize::finalize(ctx, ports, job, &owner).await;
+        }
         tracing::debug!(reason = %why, "not decorated");
         return Done::early(Ok(Success::Gated(why)), own);
     }
