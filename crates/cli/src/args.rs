@@ -135,6 +135,11 @@ pub struct SimulateArgs {
     /// A CRD file, for the scope and kind of custom managed types; repeatable.
     #[arg(long = "crd")]
     pub crds: Vec<PathBuf>,
+    /// Metacontroller controllers (CompositeController, DecoratorController) to run as well,
+    /// or alone without a Katalog; their parents' kinds come from --crd files, built-in kinds or
+    /// the CRs given. Repeatable.
+    #[arg(long = "controllers", value_name = "FILE")]
+    pub controllers: Vec<PathBuf>,
     /// Stop after this many cycles if no steady state is reached.
     #[arg(long, default_value_t = 10)]
     pub cycles: usize,
@@ -172,6 +177,11 @@ pub struct CheckArgs {
     /// A CRD file, for the scope and kind of custom managed types; repeatable.
     #[arg(long = "crd")]
     pub crds: Vec<PathBuf>,
+    /// Metacontroller controllers (CompositeController, DecoratorController) to run as well,
+    /// or alone without a Katalog; their parents' kinds come from --crd files, built-in kinds or
+    /// the CRs given. Repeatable.
+    #[arg(long = "controllers", value_name = "FILE")]
+    pub controllers: Vec<PathBuf>,
     /// The value of key KEY of the Secret NAME (an `auth.secretRef`), read from FILE;
     /// repeatable. Without it, the Secret is read once from the kubeconfig's cluster if there
     /// is a kubeconfig.

@@ -145,9 +145,13 @@ impl Command {
             // Controllers alone need no Katalog.
             Command::Run(args) if args.metacontroller || !args.controllers.is_empty() => None,
             Command::Run(args) => Some(&args.katalog),
-            Command::Simulate(args) if !args.files.is_empty() => None,
+            Command::Simulate(args) if !args.files.is_empty() || !args.controllers.is_empty() => {
+                None
+            }
             Command::Simulate(args) => Some(&args.katalog),
+            Command::Check(args) if !args.controllers.is_empty() => None,
             Command::Check(args) => Some(&args.katalog),
+            Command::Conform(args) if !args.controllers.is_empty() => None,
             Command::Conform(args) => Some(&args.katalog),
             Command::Schema { .. }
             | Command::Retry { .. }

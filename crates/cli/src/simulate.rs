@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use ork_katalog::Katalog;
-use ork_katalog::load_file;
 use ork_kube::simulate::{Change, OfflineSecrets, Report, SimulateOptions, simulate};
 use serde_json::Value;
 
@@ -20,6 +18,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         &args.katalog,
         &args.crs,
         &args.crds,
+        &args.controllers,
         args.cycles,
         (args.record.clone(), args.replay.clone()),
         &args.secrets,
@@ -52,13 +51,14 @@ pub fn simulate_files(
     katalog_path: &Path,
     crs: &[PathBuf],
     crds: &[PathBuf],
+    controllers: &[PathBuf],
     cycles: usize,
     tapes: (Option<PathBuf>, Option<PathBuf>),
     secrets: &[SecretArg],
 ) -> Result<Report> {
-    let katalog = load_file(katalog_path).map_err(|problems| anyhow::anyhow!("{problems}"))?;
     let crs = read_documents(crs)?;
     let crds = read_documents(crds)?;
+    let katalog = crate::controllers::offline_katalog(katalog_path, controllers, &crs, &crds)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Runtime::new()?;
     // A replay sends nothing: it needs no Secret.
@@ -99,15 +99,14 @@ pub fn print_report(report: &Report, format: &str, full: bool) -> bool {
 }
 
 pub fn check(args: CheckArgs) -> ExitCode {
-    let katalog: Katalog = match load_file(&args.katalog) {
-        Ok(k) => k,
-        Err(problems) => {
-            eprintln!("{problems}");
-            return ExitCode::FAILURE;
-        }
-    };
     let results = (|| {
         let (crs, options) = inputs(&args.katalog, &args.crs, &args.crds)?;
+        let katalog = crate::controllers::offline_katalog(
+            &args.katalog,
+            &args.controllers,
+            &crs,
+            &options.crds,
+        )?;
         block_on(async {
             let secrets = offline_secrets(&katalog, &args.secrets).await?;
             let options = SimulateOptions { secrets, ..options };

@@ -320,6 +320,7 @@ fn run_spec(
         &dir.join(&spec.katalog),
         &spec.crs(dir),
         &spec.crds(dir),
+        &args.controllers,
         spec.cycles.unwrap_or(args.cycles),
         (args.record.clone(), args.replay.clone()),
         &args.secrets,

@@ -277,3 +277,52 @@ fn a_malformed_secret_argument_is_refused_with_its_shape() {
         text(&out)
     );
 }
+
+/// Metacontroller's controllers run offline too (SPEC §15, §18): the example's case file
+/// passes through `ork test --controllers` against its hooks, with no cluster, and every
+/// offline command takes `--controllers`.
+#[test]
+fn the_metacontroller_examples_cases_pass_offline_with_its_controllers() -> Result<()> {
+    use std::io::{BufRead, BufReader};
+
+    let dir = temp("metacontroller");
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/metacontroller");
+    let mut hooks = Command::new("python3")
+        .arg(examples.join("hooks.py"))
+        .args(["--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(hooks.stdout.take().expect("stdout")).read_line(&mut line)?;
+    let at = line
+        .trim()
+        .rsplit_once("127.0.0.1:")
+        .map(|(_, p)| format!("http://127.0.0.1:{p}"))
+        .ok_or_else(|| anyhow::anyhow!("hooks.py did not say its port: {line:?}"))?;
+    let mut args: Vec<String> = vec![
+        "test".into(),
+        examples.join("test/cases.yaml").display().to_string(),
+    ];
+    for file in ["controllers.yaml", "decorator.yaml"] {
+        let text = std::fs::read_to_string(examples.join(file))?.replace("HOOKS", &at);
+        assert!(!text.contains("HOOKS"), "{file}: every hook URL filled in");
+        let path = dir.join(file);
+        std::fs::write(&path, text)?;
+        args.extend(["--controllers".into(), path.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ork(&dir, &args);
+    let _ = hooks.kill();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("2 passed, 0 failed"), "{said}");
+    for command in ["simulate", "check", "test", "conform"] {
+        let help = text(&ork(&dir, &[command, "--help"]));
+        assert!(
+            help.contains("--controllers <FILE>"),
+            "ork {command} --help:\n{help}"
+        );
+    }
+    Ok(())
+}

@@ -217,6 +217,26 @@ impl EntryContext {
         self.entry.metacontroller.as_deref()
     }
 
+    /// The entry's `remote` with a Metacontroller hook's URL and timeout: how ork calls that
+    /// hook (the sync hook is the entry's endpoint; finalize and customize go through this).
+    ///
+    /// # Errors
+    /// The hook's URL is not an endpoint, or its timeout not a duration.
+    pub fn hook_remote(
+        remote: &ork_katalog::Remote,
+        hook: &ork_katalog::metacontroller::Hook,
+    ) -> Result<ork_katalog::Remote, EntryError> {
+        let mut remote = remote.clone();
+        remote.endpoint = Some(
+            ork_katalog::Template::parse(&hook.url)
+                .map_err(|e| EntryError::Offline(format!("hook URL {}: {e:?}", hook.url)))?,
+        );
+        remote.timeout = format!("{}ms", hook.timeout.as_millis().max(1))
+            .parse()
+            .map_err(|e| EntryError::Offline(format!("hook timeout: {e:?}")))?;
+        Ok(remote)
+    }
+
     /// Whether the service is synced once more after its own child writes, to observe them
     /// (Metacontroller's controllers are: their hooks compute status from the children they
     /// see, SPEC §15); a Katalog's service is not (ork tells it what it applied).

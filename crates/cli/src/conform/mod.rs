@@ -38,6 +38,11 @@ pub struct ConformArgs {
     /// kubeconfig's cluster serves); also gives the scope of custom managed types. Repeatable.
     #[arg(long = "crd")]
     pub crds: Vec<PathBuf>,
+    /// Metacontroller controllers (CompositeController, DecoratorController) to check, alone
+    /// without a Katalog or beside it (`--entry` names one by its controller's name); their
+    /// parents' kinds come from the --crd files or built-in kinds. Repeatable.
+    #[arg(long = "controllers", value_name = "FILE")]
+    pub controllers: Vec<PathBuf>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -49,10 +54,13 @@ pub struct ConformArgs {
 }
 
 pub fn run(args: ConformArgs) -> ExitCode {
-    let katalog: Katalog = match ork_katalog::load_file(&args.katalog) {
+    let katalog = crate::simulate::read_documents(&args.crds).and_then(|crds| {
+        crate::controllers::offline_katalog(&args.katalog, &args.controllers, &[], &crds)
+    });
+    let katalog: Katalog = match katalog {
         Ok(k) => k,
-        Err(problems) => {
-            eprintln!("{problems}");
+        Err(e) => {
+            eprintln!("ork conform: {e:#}");
             return ExitCode::FAILURE;
         }
     };

@@ -31,6 +31,11 @@ pub struct TestArgs {
     /// The Katalog (default: the file's `katalog:`, else ./katalog.yaml).
     #[arg(short = 'k', long = "katalog")]
     pub katalog: Option<PathBuf>,
+    /// Metacontroller controllers (CompositeController, DecoratorController) to run as well,
+    /// or alone without a Katalog (added to the file's `controllers:`); their parents' kinds
+    /// come from the CRDs, built-in kinds or the cases' CRs. Repeatable.
+    #[arg(long = "controllers", value_name = "FILE")]
+    pub controllers: Vec<PathBuf>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -124,13 +129,25 @@ async fn prepare(args: &TestArgs, path: &Path) -> Result<(TestFile, Katalog, Sim
             |k| dir.join(k),
         )
     });
-    let katalog = ork_katalog::load_file(&katalog_path)
-        .map_err(|problems| anyhow!("{}: {problems}", katalog_path.display()))?;
+    let controllers: Vec<PathBuf> = file
+        .controllers
+        .iter()
+        .map(|c| dir.join(c))
+        .chain(args.controllers.iter().cloned())
+        .collect();
     let crds: Vec<PathBuf> = file.crds.iter().map(|c| dir.join(c)).collect();
+    let crds = crate::simulate::read_documents(&crds)?;
+    let crs: Vec<Value> = file
+        .cases
+        .iter()
+        .flat_map(|c| c.given.crs.iter().cloned())
+        .collect();
+    let katalog = crate::controllers::offline_katalog(&katalog_path, &controllers, &crs, &crds)
+        .map_err(|e| anyhow!("{}: {e:#}", katalog_path.display()))?;
     let options = SimulateOptions {
         cycles: file.cycles.unwrap_or(10),
         katalog_dir: crate::args::folder_of(&katalog_path),
-        crds: crate::simulate::read_documents(&crds)?,
+        crds,
         record: None,
         replay: None,
         secrets: crate::secrets::offline_secrets(&katalog, &args.secrets).await?,

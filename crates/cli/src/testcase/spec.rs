@@ -48,6 +48,9 @@ pub struct TestFile {
     /// CRD files, relative to this file.
     #[serde(default)]
     pub crds: Vec<PathBuf>,
+    /// Metacontroller controller files, relative to this file (`--controllers` adds more).
+    #[serde(default)]
+    pub controllers: Vec<PathBuf>,
     /// Cycles per case at most (default 10).
     #[serde(default)]
     pub cycles: Option<usize>,

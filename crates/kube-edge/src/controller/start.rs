@@ -269,14 +269,7 @@ fn hook_transport(
     hook: &ork_katalog::metacontroller::Hook,
     options: &RunOptions,
 ) -> Result<Arc<dyn Transport>, EntryError> {
-    let mut remote = remote.clone();
-    remote.endpoint = Some(
-        ork_katalog::Template::parse(&hook.url)
-            .map_err(|e| EntryError::Offline(format!("hook URL {}: {e:?}", hook.url)))?,
-    );
-    remote.timeout = format!("{}ms", hook.timeout.as_millis().max(1))
-        .parse()
-        .map_err(|e| EntryError::Offline(format!("hook timeout: {e:?}")))?;
+    let remote = EntryContext::hook_remote(remote, hook)?;
     let credential = CredentialSource::start(client, remote.auth.as_ref(), &options.ork_namespace)
         .map_err(EntryError::Credential)?;
     let tls = TransportSource::start(client, http, remote.tls.as_ref(), &options.ork_namespace)

@@ -23,6 +23,7 @@ use crate::cache::CacheWriter;
 use crate::controller::{
     EntryState, Input, LiveView, Observer, ScopeCaches, ScopeWriter, Worker, published,
 };
+use crate::entry::Hooks;
 use crate::entry::{EntryContext, EntryError};
 use crate::error::ReconcileError;
 use crate::ports::{Tap, Timed, Transport, for_remote};
@@ -199,10 +200,17 @@ pub(crate) fn build_entries(
         let cr_resource = ApiResource {
             group: t.group.clone(),
             version: t.version.clone(),
-            api_version: format!("{}/{}", t.group, t.version),
+            // The core group's objects (a DecoratorController's Services) are plain `v1`.
+            api_version: if t.group.is_empty() {
+                t.version.clone()
+            } else {
+                format!("{}/{}", t.group, t.version)
+            },
             kind: t.kind.clone(),
             plural: t.plural.clone(),
         };
+        let (hooks, related) =
+            offline_hooks(entry, &remote, &options.katalog_dir, &http).map_err(fail)?;
         let ctx = Arc::new(
             EntryContext::build(
                 name.clone(),
@@ -214,7 +222,8 @@ pub(crate) fn build_entries(
                 crate::mark::MarkKey::ephemeral(),
             )
             .map_err(fail)?
-            .of_katalog(&katalog.metadata.name),
+            .of_katalog(&katalog.metadata.name)
+            .with_hooks(hooks, related),
         );
         let memory = Arc::new(MemoryCluster::default());
         let mut writers = Vec::new();
@@ -352,4 +361,40 @@ pub(crate) fn place_child(
             "no entry of the Katalog manages {kind} ({api_version}): a given object must be of a managed type"
         )))
     }
+}
+
+/// A Metacontroller controller's finalize and customize hooks, called as `ork run` calls them
+/// (the sync hook is the entry's endpoint); nothing for a Katalog entry. Related objects a
+/// customize hook asks for are read from the simulated cluster.
+fn offline_hooks(
+    entry: &ork_katalog::CrdEntry,
+    remote: &ork_katalog::Remote,
+    katalog_dir: &std::path::Path,
+    http: &HttpTransport,
+) -> Result<(Hooks, Option<Arc<crate::related::Related>>), EntryError> {
+    let Some(controller) = &entry.metacontroller else {
+        return Ok((Hooks::default(), None));
+    };
+    let transport =
+        |hook: &ork_katalog::metacontroller::Hook| -> Result<Arc<dyn Transport>, EntryError> {
+            let remote = EntryContext::hook_remote(remote, hook)?;
+            let credential = CredentialSource::offline(None, &OfflineSecrets::default(), "default")
+                .map_err(EntryError::Credential)?;
+            let tls = TransportSource::offline(http, None).map_err(EntryError::Tls)?;
+            Ok(Arc::from(for_remote(
+                &remote,
+                katalog_dir,
+                credential,
+                tls,
+            )?))
+        };
+    let hooks = Hooks {
+        finalize: controller.finalize.as_ref().map(transport).transpose()?,
+        customize: controller.customize.as_ref().map(transport).transpose()?,
+    };
+    let related = hooks
+        .customize
+        .is_some()
+        .then(|| Arc::new(crate::related::Related::new().0));
+    Ok((hooks, related))
 }
