@@ -1029,10 +1029,11 @@ async fn a_controller_binds_the_roles_and_uses_ork_s_namespace_only_as_its_annot
         })
         .await?;
         assert_eq!(first.role_ref.name, role);
-        notes
-            .get(&format!("{role}-note"))
-            .await
-            .context("the ConfigMap in ork's namespace")?;
+        // Applied together with the binding (children are applied concurrently).
+        wait_for("the ConfigMap in ork's namespace", WAIT, || async {
+            notes.get_opt(&format!("{role}-note")).await.ok()?
+        })
+        .await?;
         // Deleted by hand: put back (a cluster-scoped parent's namespaced child).
         bindings.delete(&role, &DeleteParams::default()).await?;
         wait_for("the RoleBinding put back", WAIT, || async {

@@ -237,13 +237,6 @@ impl EntryContext {
         Ok(remote)
     }
 
-    /// Whether the service is synced once more after its own child writes, to observe them
-    /// (Metacontroller's controllers are: their hooks compute status from the children they
-    /// see, SPEC §15); a Katalog's service is not (ork tells it what it applied).
-    pub fn observes_own_writes(&self) -> bool {
-        self.composite().is_some()
-    }
-
     /// Whether some children are beyond an owner reference's reach (another namespace,
     /// cluster-scoped, or namespaced children of a cluster-scoped CR): they carry ork's mark.
     pub fn marks_children(children: &[ChildType], cr_namespaced: bool) -> bool {
@@ -276,23 +269,13 @@ impl EntryContext {
         })
     }
 
-    /// What an answer for the CR `owner` must satisfy.
+    /// What an answer for the CR `owner` must satisfy, as the Katalog declares it (a protocol
+    /// may add to it: `reconcile::protocol`).
     pub fn policy(&self, owner: &Owner) -> Policy {
-        let mut policy = Policy::new(
+        Policy::new(
             owner.reference.clone(),
             self.children.iter().map(|c| c.managed.clone()).collect(),
             self.ork_namespace.clone(),
-        );
-        // A Metacontroller hook's status conditions are its own, `Ready` included.
-        policy.service_ready = self.composite().is_some();
-        policy.controller = self.composite().map(|c| {
-            let kind = if c.decorator.is_some() {
-                "DecoratorController"
-            } else {
-                "CompositeController"
-            };
-            format!("{kind} {}", c.name)
-        });
-        policy
+        )
     }
 }

@@ -145,7 +145,7 @@ impl EntryState {
     ) -> EntryState {
         let pre = &ctx.entry.operator_box.pre_reconcile;
         let mut index = Index::new(pre.sentinels.clone(), ctx.enqueue_gate.clone());
-        if ctx.observes_own_writes() {
+        if crate::reconcile::protocol::of(&ctx).observes_own_writes() {
             index.observe_own_writes();
         }
         let queue = &ctx.entry.operator_box.reconcile.queue;

@@ -92,11 +92,8 @@ impl Worker {
         }
     }
 
-    /// `ork check`: the request of `job`, sent once, and the raw answer with its policy.
-    pub async fn probe(
-        &self,
-        job: &Job,
-    ) -> Result<(Vec<u8>, ork_protocol::Policy), ReconcileError> {
+    /// `ork check`: the request of `job`, sent once, and every way its answer breaks the protocol.
+    pub async fn probe(&self, job: &Job) -> Result<ork_protocol::Lint, ReconcileError> {
         crate::reconcile::probe(&self.ctx, self.ports(), job).await
     }
 

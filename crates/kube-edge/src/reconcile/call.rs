@@ -7,9 +7,8 @@ use ork_protocol::{Decision, Policy};
 use serde_json::Value;
 
 use super::exchange::{Exchange, recordable};
-use super::hooks;
 use super::job::{Job, Ports};
-use super::request;
+use super::protocol;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::ports::{Owner, Transport};
@@ -26,22 +25,13 @@ pub(super) async fn ask(
 ) -> Result<Decision, ReconcileError> {
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
-    if let Some(composite) = ctx.composite() {
-        let related = hooks::related(ctx, ports, composite, &job.key, &cr).await?;
-        let body = hooks::request(ctx, composite, job, &cr, related, finalizing)?;
-        let transport = match (&ctx.hooks.finalize, finalizing) {
-            (Some(finalize), true) => finalize.as_ref(),
-            _ => ports.transport,
-        };
-        let answer = exchanged(ctx, ports, transport, &cr, body, exchange).await?;
-        return hooks::decide(composite, job, &cr, &answer, &ctx.policy(owner), |t| {
-            transport.redact(t)
-        });
-    }
-    let body = request::build(ctx, job, &cr, finalizing)?;
-    let answer = exchanged(ctx, ports, ports.transport, &cr, body, exchange).await?;
-    ork_protocol::decide(&answer, &ctx.policy(owner))
-        .map_err(|e| ReconcileError::InvalidResponse(ports.transport.redact(&e.to_string())))
+    let protocol = protocol::of(ctx);
+    let related = protocol.related(ports, job, &cr).await?;
+    let body = protocol.request(job, &cr, related, finalizing)?;
+    let transport = protocol.transport(ports, finalizing);
+    let answer = exchanged(ctx, ports, transport, &cr, body, exchange).await?;
+    let redact = |t: &str| transport.redact(t);
+    protocol.decide(job, &cr, &answer, &protocol.policy(owner), &redact)
 }
 
 /// Sends `body` through `transport`, keeping the request, the answer and the time taken in
@@ -81,8 +71,8 @@ async fn call(
     Ok(answer?)
 }
 
-/// `ork check`: the request `ork run` would send for `job`, sent once; the raw answer and what
-/// it must satisfy, for a lint that reports every problem.
+/// `ork check`: the request `ork run` would send for `job` (with what the protocol reads for
+/// it), sent once; every way its answer breaks the protocol.
 ///
 /// # Errors
 /// A request that cannot be built, or a call that failed.
@@ -90,14 +80,24 @@ pub(crate) async fn probe(
     ctx: &EntryContext,
     ports: Ports<'_>,
     job: &Job,
-) -> Result<(Vec<u8>, Policy), ReconcileError> {
-    let (cr, body, policy) = probe_request(ctx, job, false)?;
-    let answer = call(ctx, ports, ports.transport, &cr, body).await?;
-    Ok((answer, policy))
+) -> Result<ork_protocol::Lint, ReconcileError> {
+    let owner = owner_of(ctx, job)?;
+    let cr = serde_json::to_value(job.cr.as_ref())
+        .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+    let protocol = protocol::of(ctx);
+    let related = protocol.related(ports, job, &cr).await?;
+    let body = protocol.request(job, &cr, related, false)?;
+    let answer = call(ctx, ports, protocol.transport(ports, false), &cr, body).await?;
+    Ok(protocol.lint(&answer, &protocol.policy(&owner)))
 }
 
-/// `ork check` and `ork conform`: the CR as JSON, the request `ork run` would send for `job`
-/// (a finalize call when `finalizing`), and the policy its answer must satisfy.
+fn owner_of(ctx: &EntryContext, job: &Job) -> Result<Owner, ReconcileError> {
+    ctx.owner(&job.cr)
+        .ok_or_else(|| ReconcileError::Request("the CR has no metadata.uid".into()))
+}
+
+/// `ork conform`: the CR as JSON, the request `ork run` would send for `job` (a finalize call
+/// when `finalizing`; nothing read beside it), and the policy its answer must satisfy.
 ///
 /// # Errors
 /// A CR without a uid, or a request that cannot be built.
@@ -106,13 +106,12 @@ pub(crate) fn probe_request(
     job: &Job,
     finalizing: bool,
 ) -> Result<(Value, Vec<u8>, Policy), ReconcileError> {
-    let owner = ctx
-        .owner(&job.cr)
-        .ok_or_else(|| ReconcileError::Request("the CR has no metadata.uid".into()))?;
+    let owner = owner_of(ctx, job)?;
     let cr = serde_json::to_value(job.cr.as_ref())
         .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
-    let body = request::build(ctx, job, &cr, finalizing)?;
-    Ok((cr, body, ctx.policy(&owner)))
+    let protocol = protocol::of(ctx);
+    let body = protocol.request(job, &cr, Default::default(), finalizing)?;
+    Ok((cr, body, protocol.policy(&owner)))
 }
 
 /// `ork conform`: sends `body` (a request [`probe_request`] built, perhaps altered) for `cr`.

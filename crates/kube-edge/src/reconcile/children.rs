@@ -9,7 +9,7 @@ use kube::core::DynamicObject;
 use ork_protocol::Decision;
 
 use super::job::{Job, Ports, Presence};
-use super::plan::{Plan, Target, UpdateMethod, plan};
+use super::plan::{Plan, Target, plan};
 use crate::cache::Holder;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
@@ -97,6 +97,7 @@ async fn gather<'a>(
     owner: &Owner,
     children: &'a [ork_protocol::DesiredChild],
 ) -> Result<Vec<Target<'a>>, ReconcileError> {
+    let protocol = super::protocol::of(ctx);
     let mut targets: Vec<Target<'a>> = children
         .iter()
         .filter_map(|child| {
@@ -111,9 +112,7 @@ async fn gather<'a>(
                 .cloned()
                 .unwrap_or_else(super::record::now_to_the_second);
             mark_managed(&mut object, &ctx.managed_by, since);
-            let method = ctx.composite().map_or(UpdateMethod::InPlace, |c| {
-                c.method(&child.managed.group, &child.managed.plural)
-            });
+            let method = protocol.update_method(&child.managed.group, &child.managed.plural);
             Some(Target {
                 live,
                 object,

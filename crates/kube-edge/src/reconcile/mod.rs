@@ -8,9 +8,9 @@ mod call;
 mod children;
 mod exchange;
 mod finalize;
-mod hooks;
 mod job;
 mod plan;
+pub(crate) mod protocol;
 mod record;
 mod request;
 mod sweep;
@@ -71,7 +71,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
     // Metacontroller does: its finalize hook called, its attachments deleted, the finalizer
     // removed (the object itself stays).
     if undecodable.is_none()
-        && let Some(why) = hooks::unselected(ctx, &job.cr)
+        && let Some(why) = protocol::of(ctx).unselected(&job.cr)
     {
         if kube::ResourceExt::finalizers(&*job.cr).contains(&ctx.finalizer) {
             tracing::info!(reason = %why, "no longer decorated: finalizing");

@@ -52,7 +52,7 @@ pub(super) async fn record(
     job: &Job,
     outcome: Outcome<'_>,
 ) -> Recorded {
-    if ctx.composite().is_some_and(|c| c.decorator.is_some()) {
+    if !super::protocol::of(ctx).owns_the_object() {
         return decorated(ctx, ports, job, &outcome).await;
     }
     let cr = job.cr.as_ref();

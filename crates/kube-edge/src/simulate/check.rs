@@ -60,10 +60,10 @@ pub async fn check(
             None => Err(ReconcileError::Request(format!("no CR {key}"))),
         };
         let checked = match probed {
-            Ok((answer, policy)) => Checked {
+            Ok(lint) => Checked {
                 key,
                 call_error: None,
-                lint: ork_protocol::lint(&answer, &policy),
+                lint,
             },
             Err(e) => Checked {
                 key,

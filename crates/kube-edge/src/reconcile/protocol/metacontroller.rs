@@ -1,18 +1,115 @@
-//! A Metacontroller CompositeController's exchange (SPEC §15): the related objects its customize
-//! hook asks for, the sync or finalize request, and its answer checked whole as an ork answer,
-//! with Metacontroller's invariants between the parent's selector and the children's labels.
+//! Metacontroller's protocol (SPEC §15), for a CompositeController and a DecoratorController:
+//! the related objects a customize hook asks for, the sync or finalize request, and the answer
+//! checked whole as an ork answer, with Metacontroller's invariants between the parent's
+//! selector and the children's labels; a decorator's selectors, the update strategies, and the
+//! sync after the hook's own writes.
 
 use std::collections::BTreeMap;
 
+use futures::future::BoxFuture;
 use kube::Resource;
-use ork_katalog::metacontroller::{Composite, Selector};
+use kube::core::DynamicObject;
+use ork_katalog::metacontroller::{Composite, Selector, UpdateMethod};
 use ork_protocol::metacontroller::{self as mc, ObjectMap};
-use ork_protocol::{Decision, Policy};
+use ork_protocol::{Decision, Lint, Policy};
 use serde_json::{Map, Value};
 
-use super::job::{Job, Ports};
+use super::Protocol;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
+use crate::ports::{Owner, Transport};
+use crate::reconcile::job::{Job, Ports};
+
+/// A Metacontroller controller's entry.
+pub(super) struct Metacontroller<'a> {
+    pub ctx: &'a EntryContext,
+    pub composite: &'a Composite,
+}
+
+impl Protocol for Metacontroller<'_> {
+    fn related<'a>(
+        &'a self,
+        ports: Ports<'a>,
+        job: &'a Job,
+        cr: &'a Value,
+    ) -> BoxFuture<'a, Result<ObjectMap, ReconcileError>> {
+        Box::pin(related(self.ctx, ports, self.composite, &job.key, cr))
+    }
+
+    fn request(
+        &self,
+        job: &Job,
+        cr: &Value,
+        related: ObjectMap,
+        finalizing: bool,
+    ) -> Result<Vec<u8>, ReconcileError> {
+        request(self.ctx, self.composite, job, cr, related, finalizing)
+    }
+
+    fn transport<'a>(&'a self, ports: Ports<'a>, finalizing: bool) -> &'a dyn Transport {
+        match (&self.ctx.hooks.finalize, finalizing) {
+            (Some(finalize), true) => finalize.as_ref(),
+            _ => ports.transport,
+        }
+    }
+
+    fn decide(
+        &self,
+        job: &Job,
+        cr: &Value,
+        answer: &[u8],
+        policy: &Policy,
+        redact: &dyn Fn(&str) -> String,
+    ) -> Result<Decision, ReconcileError> {
+        decide(self.composite, job, cr, answer, policy, redact)
+    }
+
+    /// The hook's answer translated as [`decide`] does, then linted as an ork answer; an
+    /// answer that does not translate is one error.
+    fn lint(&self, answer: &[u8], policy: &Policy) -> Lint {
+        let translated = if self.composite.decorator.is_some() {
+            mc::decorator_answer(answer, self.composite.version).map(|(body, _)| body)
+        } else {
+            mc::answer(answer, self.composite.version)
+        };
+        match translated {
+            Ok(body) => ork_protocol::lint(&body, policy),
+            Err(e) => Lint {
+                errors: vec![e.to_string()],
+                warnings: Vec::new(),
+            },
+        }
+    }
+
+    fn policy(&self, owner: &Owner) -> Policy {
+        let mut policy = self.ctx.policy(owner);
+        // A Metacontroller hook's status conditions are its own, `Ready` included.
+        policy.service_ready = true;
+        let kind = if self.composite.decorator.is_some() {
+            "DecoratorController"
+        } else {
+            "CompositeController"
+        };
+        policy.controller = Some(format!("{kind} {}", self.composite.name));
+        policy
+    }
+
+    fn unselected(&self, cr: &DynamicObject) -> Option<String> {
+        unselected(self.composite, cr)
+    }
+
+    fn update_method(&self, group: &str, plural: &str) -> UpdateMethod {
+        self.composite.method(group, plural)
+    }
+
+    fn owns_the_object(&self) -> bool {
+        self.composite.decorator.is_none()
+    }
+
+    fn observes_own_writes(&self) -> bool {
+        true
+    }
+}
 
 /// The label `generateSelector` selects children by, set to the parent's UID.
 const CONTROLLER_UID: &str = "controller-uid";
@@ -21,9 +118,9 @@ const CONTROLLER_UID: &str = "controller-uid";
 const DECORATOR: &str = "metacontroller.k8s.io/decorator-controller";
 
 /// Why a DecoratorController does not decorate `cr` (its label or annotation selector does not
-/// select it); `None` when it does, or for any other entry.
-pub(super) fn unselected(ctx: &EntryContext, cr: &kube::core::DynamicObject) -> Option<String> {
-    let decoration = ctx.composite()?.decorator.as_ref()?;
+/// select it); `None` when it does, or for a CompositeController.
+fn unselected(composite: &Composite, cr: &DynamicObject) -> Option<String> {
+    let decoration = composite.decorator.as_ref()?;
     let meta = cr.meta();
     let labels = meta.labels.as_ref();
     let annotations = meta.annotations.as_ref();
@@ -47,7 +144,7 @@ pub(super) fn unselected(ctx: &EntryContext, cr: &kube::core::DynamicObject) -> 
 ///
 /// # Errors
 /// The customize hook failed or answered badly, or a related type cannot be read.
-pub(super) async fn related(
+async fn related(
     ctx: &EntryContext,
     ports: Ports<'_>,
     composite: &Composite,
@@ -108,7 +205,7 @@ pub(super) async fn related(
                 continue;
             }
             if secrets && !values {
-                super::request::drop_secret_values(&mut o);
+                crate::reconcile::request::drop_secret_values(&mut o);
             }
             mc::insert(&mut out, composite.version, parent_namespace, o);
         }
@@ -121,7 +218,7 @@ pub(super) async fn related(
 ///
 /// # Errors
 /// The request cannot be encoded.
-pub(super) fn request(
+fn request(
     ctx: &EntryContext,
     composite: &Composite,
     job: &Job,
@@ -186,13 +283,13 @@ pub(super) fn request(
 ///
 /// # Errors
 /// Anything the answer breaks, named; nothing of it is applied.
-pub(super) fn decide(
+fn decide(
     composite: &Composite,
     job: &Job,
     cr: &Value,
     answer: &[u8],
     policy: &Policy,
-    redact: impl Fn(&str) -> String,
+    redact: &dyn Fn(&str) -> String,
 ) -> Result<Decision, ReconcileError> {
     let rejected =
         |e: &dyn std::fmt::Display| ReconcileError::InvalidResponse(redact(&e.to_string()));
