@@ -13,6 +13,13 @@ use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::ports::{Owner, Transport};
 
+/// What a call to the service left: the exchange (request, answer and time, for the flight
+/// recorder, whatever the outcome) and the answer checked whole.
+pub(super) struct Asked {
+    pub exchange: Exchange,
+    pub decision: Result<Decision, ReconcileError>,
+}
+
 /// Builds the request for `job`, sends it, and checks the whole answer. A finalize call
 /// (`finalizing`) skips validation rules: a CR being deleted must be able to go.
 pub(super) async fn ask(
@@ -21,36 +28,53 @@ pub(super) async fn ask(
     job: &Job,
     owner: &Owner,
     finalizing: bool,
-    exchange: &mut Exchange,
-) -> Result<Decision, ReconcileError> {
-    let cr = serde_json::to_value(job.cr.as_ref())
-        .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+) -> Asked {
     let protocol = protocol::of(ctx);
-    let related = protocol.related(ports, job, &cr).await?;
-    let body = protocol.request(job, &cr, related, finalizing)?;
+    let built = async {
+        let cr = serde_json::to_value(job.cr.as_ref())
+            .map_err(|e| ReconcileError::Request(format!("encoding the CR: {e}")))?;
+        let related = protocol.related(ports, job, &cr).await?;
+        let body = protocol.request(job, &cr, related, finalizing)?;
+        Ok::<_, ReconcileError>((cr, body))
+    }
+    .await;
+    let (cr, body) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            return Asked {
+                exchange: Exchange::default(),
+                decision: Err(e),
+            };
+        }
+    };
     let transport = protocol.transport(ports, finalizing);
-    let answer = exchanged(ctx, ports, transport, &cr, body, exchange).await?;
+    let (exchange, answer) = exchanged(ctx, ports, transport, &cr, body).await;
     let redact = |t: &str| transport.redact(t);
-    protocol.decide(job, &cr, &answer, &protocol.policy(owner), &redact)
+    let decision =
+        answer.and_then(|a| protocol.decide(job, &cr, &a, &protocol.policy(owner), &redact));
+    Asked { exchange, decision }
 }
 
-/// Sends `body` through `transport`, keeping the request, the answer and the time taken in
-/// `exchange` for the flight recorder.
+/// Sends `body` through `transport`; the request, the answer and the time taken as the
+/// flight recorder keeps them, with the answer.
 async fn exchanged(
     ctx: &EntryContext,
     ports: Ports<'_>,
     transport: &dyn Transport,
     cr: &Value,
     body: Vec<u8>,
-    exchange: &mut Exchange,
-) -> Result<Vec<u8>, ReconcileError> {
-    exchange.request = Some(recordable(&body, transport));
+) -> (Exchange, Result<Vec<u8>, ReconcileError>) {
+    let mut exchange = Exchange {
+        request: Some(recordable(&body, transport)),
+        ..Exchange::default()
+    };
     let started = Instant::now();
     let answer = call(ctx, ports, transport, cr, body).await;
     exchange.call = Some(started.elapsed());
-    let answer = answer?;
-    exchange.answer = Some(recordable(&answer, transport));
-    Ok(answer)
+    if let Ok(a) = &answer {
+        exchange.answer = Some(recordable(a, transport));
+    }
+    (exchange, answer)
 }
 
 /// Sends `body`, timing the service for the metrics.

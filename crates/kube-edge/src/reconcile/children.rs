@@ -18,32 +18,60 @@ use crate::labels::MANAGED_SINCE;
 use crate::ports::Owner;
 use crate::ports::write::{mark_managed, stamped};
 
+/// What writing the children left: the plan (kept for the flight recorder whatever happened
+/// next: a refused step or a failed write shows in `ork explain` with the plan it belonged
+/// to), every write that landed, and the first failure.
+pub(super) struct Written {
+    pub plan: Plan,
+    pub own: OwnWrites,
+    pub result: Result<(), ReconcileError>,
+}
+
+impl Written {
+    /// Nothing planned, nothing written: ended with `result`.
+    fn only(result: Result<(), ReconcileError>) -> Written {
+        Written {
+            plan: Plan::default(),
+            own: OwnWrites::default(),
+            result,
+        }
+    }
+}
+
 /// Applies the children of `decision` and prunes the rest, as planned. Every child is judged
-/// before the first write: one refused child means nothing is written. Returns the plan.
-///
-/// # Errors
-/// An object owned by someone else, or the first write that failed.
+/// before the first write: one refused child means nothing is written.
 pub(super) async fn apply(
     ctx: &EntryContext,
     ports: Ports<'_>,
     job: &Job,
     owner: &Owner,
     decision: &Decision,
-    own: &mut OwnWrites,
-    planned: &mut Plan,
-) -> Result<(), ReconcileError> {
+) -> Written {
     let Some(children) = &decision.resources else {
-        return Ok(());
+        return Written::only(Ok(()));
     };
-    let targets = gather(ctx, ports, owner, children).await?;
+    let targets = match gather(ctx, ports, owner, children).await {
+        Ok(targets) => targets,
+        Err(e) => return Written::only(Err(e)),
+    };
     let kind_of = |i: usize| ctx.children[i].managed.kind.clone();
-    // Kept for the flight recorder whatever happens next: a refused step or a failed write
-    // shows in `ork explain` with the plan it belonged to.
-    *planned = plan(owner, &targets, &job.children, ctx.remote.prune, kind_of);
-    let plan = &*planned;
+    let plan = plan(owner, &targets, &job.children, ctx.remote.prune, kind_of);
     tracing::debug!(plan = %plan, "planned");
+    let (own, result) = write(ctx, ports, job, &plan, &targets).await;
+    Written { plan, own, result }
+}
+
+/// Writes what `plan` says: each write that landed, and the first failure.
+async fn write(
+    ctx: &EntryContext,
+    ports: Ports<'_>,
+    job: &Job,
+    plan: &Plan,
+    targets: &[Target<'_>],
+) -> (OwnWrites, Result<(), ReconcileError>) {
+    let mut own = OwnWrites::default();
     if let Some(reason) = plan.refused() {
-        return Err(ReconcileError::NotOwned(reason.to_string()));
+        return (own, Err(ReconcileError::NotOwned(reason.to_string())));
     }
     // Children are independent: apply them together, keep every write that landed, then
     // report the first failure.
@@ -64,18 +92,22 @@ pub(super) async fn apply(
         }
     }
     if let Some(e) = first_error {
-        return Err(e);
-    }
-    for step in plan.prunes() {
-        delete_one(ctx, ports, job, &step.at, Deletion::Prune, own).await?;
+        return (own, Err(e));
     }
     // `Recreate`: the child goes now and comes back, as the answer has it, on the next
     // reconcile (which the caller asks for soon). Its deletion is ork's own write like a
     // prune's: its echo is no foreign change.
-    for step in plan.recreates() {
-        delete_one(ctx, ports, job, &step.at, Deletion::Recreate, own).await?;
+    let deletes = plan
+        .prunes()
+        .map(|s| (s, Deletion::Prune))
+        .chain(plan.recreates().map(|s| (s, Deletion::Recreate)));
+    for (step, why) in deletes {
+        match delete_one(ctx, ports, job, &step.at, why).await {
+            Ok(deleted) => own.deleted.push(deleted),
+            Err(e) => return (own, Err(e)),
+        }
     }
-    Ok(())
+    (own, Ok(()))
 }
 
 /// Why ork deletes a child of its own.
@@ -177,23 +209,25 @@ fn adopts(ctx: &EntryContext, type_index: usize) -> bool {
         .is_some_and(|m| m.adopt)
 }
 
-/// Deletes every child of the CR (it is being finalized).
-///
-/// # Errors
-/// The first delete that failed.
+/// Deletes every child of the CR (it is being finalized): those deleted, and the first
+/// delete that failed.
 pub(super) async fn delete_all(
     ctx: &EntryContext,
     ports: Ports<'_>,
     job: &Job,
-    own: &mut OwnWrites,
-) -> Result<(), ReconcileError> {
+) -> (OwnWrites, Result<(), ReconcileError>) {
+    let mut own = OwnWrites::default();
     for (at, _) in &job.children {
-        delete_one(ctx, ports, job, at, Deletion::Prune, own).await?;
+        match delete_one(ctx, ports, job, at, Deletion::Prune).await {
+            Ok(deleted) => own.deleted.push(deleted),
+            Err(e) => return (own, Err(e)),
+        }
     }
-    Ok(())
+    (own, Ok(()))
 }
 
-/// Deletes the CR's child `at` (planned to be pruned or recreated) and reports it in `own`.
+/// Deletes the CR's child `at` (planned to be pruned or recreated): the child and the UID it
+/// had, for the index to know its deletion as ork's own.
 ///
 /// # Errors
 /// The delete failed.
@@ -203,8 +237,7 @@ async fn delete_one(
     job: &Job,
     at: &ChildRef,
     why: Deletion,
-    own: &mut OwnWrites,
-) -> Result<(), ReconcileError> {
+) -> Result<(ChildRef, String), ReconcileError> {
     let t = &ctx.children[at.type_index];
     let result = ports
         .cluster
@@ -224,12 +257,11 @@ async fn delete_one(
         .find(|(c, _)| c == at)
         .and_then(|(_, o): &(ChildRef, Arc<DynamicObject>)| o.uid())
         .unwrap_or_default();
-    own.deleted.push((at.clone(), uid));
     match why {
         Deletion::Prune => tracing::info!(kind = %t.managed.kind, child = %at.name, "pruned"),
         Deletion::Recreate => {
             tracing::info!(kind = %t.managed.kind, child = %at.name, "deleted to recreate");
         }
     }
-    Ok(())
+    Ok((at.clone(), uid))
 }

@@ -90,13 +90,12 @@ pub(super) async fn finalize(
     job: &Job,
     owner: &Owner,
 ) -> Done {
-    let mut own = OwnWrites::default();
     let finalizers = job.cr.finalizers();
     let ours = finalizers.contains(&ctx.finalizer);
     let orkestras = finalizers.iter().any(|f| is_predecessor(f));
     if !ours && !orkestras {
         // Nothing of ork's holds the CR; garbage collection takes its children.
-        return Done::early(Ok(Success::Deleting), own);
+        return Done::early(Ok(Success::Deleting), OwnWrites::default());
     }
     if !ours && !ctx.needs_finalizer {
         // Only Orkestra's finalizer holds it, and ork has nothing to do before it goes:
@@ -111,11 +110,14 @@ pub(super) async fn finalize(
         if outcome.is_ok() {
             tracing::info!("Orkestra's finalizer removed");
         }
-        return Done::early(outcome, own);
+        return Done::early(outcome, OwnWrites::default());
     }
     let kind = &ctx.cr_resource.kind;
-    let mut exchange = Exchange::default();
-    let outcome = release(ctx, ports, job, owner, &mut own, &mut exchange).await;
+    let Released {
+        own,
+        exchange,
+        outcome,
+    } = release(ctx, ports, job, owner).await;
     let event = match &outcome {
         Ok(Success::Finalized) => {
             tracing::info!("finalized; finalizer removed");
@@ -157,38 +159,59 @@ fn normal(reason: String, note: String) -> Event {
     }
 }
 
-async fn release(
-    ctx: &EntryContext,
-    ports: Ports<'_>,
-    job: &Job,
-    owner: &Owner,
-    own: &mut OwnWrites,
-    exchange: &mut Exchange,
-) -> Result<Success, ReconcileError> {
+/// What a release left: the children deleted, the exchange with the service, and how it ended.
+struct Released {
+    own: OwnWrites,
+    exchange: Exchange,
+    outcome: Result<Success, ReconcileError>,
+}
+
+/// Calls the service's finalize (when the entry asks for it) until it says finalized, deletes
+/// every child ork tracks for the CR, then removes ork's finalizer.
+async fn release(ctx: &EntryContext, ports: Ports<'_>, job: &Job, owner: &Owner) -> Released {
+    let mut exchange = Exchange::default();
     if ctx.remote.finalize {
-        let decision = ask(ctx, ports, job, owner, true, exchange).await?;
-        match decision.outcome {
-            Outcome::Error { message } => {
-                return Err(ReconcileError::ServiceReported(
+        let asked = ask(ctx, ports, job, owner, true).await;
+        exchange = asked.exchange;
+        let pending = match asked.decision {
+            Err(e) => Some(Err(e)),
+            Ok(decision) => match decision.outcome {
+                Outcome::Error { message } => Some(Err(ReconcileError::ServiceReported(
                     ports.transport.redact(&message),
-                ));
-            }
-            Outcome::Requeue { after } if !decision.finalized => {
-                return Ok(Success::FinalizePending(after));
-            }
-            Outcome::Ok { requeue_after } if !decision.finalized => {
-                return Ok(Success::FinalizePending(
-                    requeue_after.unwrap_or(NOT_FINALIZED_RETRY),
-                ));
-            }
-            _ => {}
+                ))),
+                Outcome::Requeue { after } if !decision.finalized => {
+                    Some(Ok(Success::FinalizePending(after)))
+                }
+                Outcome::Ok { requeue_after } if !decision.finalized => Some(Ok(
+                    Success::FinalizePending(requeue_after.unwrap_or(NOT_FINALIZED_RETRY)),
+                )),
+                _ => None,
+            },
+        };
+        if let Some(outcome) = pending {
+            return Released {
+                own: OwnWrites::default(),
+                exchange,
+                outcome,
+            };
         }
     }
-    children::delete_all(ctx, ports, job, own).await?;
-    let remaining = released_finalizers(ctx, job.cr.finalizers());
-    ports
-        .cluster
-        .set_finalizers(&CrRef::of(&job.cr), remaining)
-        .await?;
-    Ok(Success::Finalized)
+    let (own, deleted) = children::delete_all(ctx, ports, job).await;
+    let outcome = match deleted {
+        Err(e) => Err(e),
+        Ok(()) => {
+            let remaining = released_finalizers(ctx, job.cr.finalizers());
+            ports
+                .cluster
+                .set_finalizers(&CrRef::of(&job.cr), remaining)
+                .await
+                .map(|()| Success::Finalized)
+                .map_err(ReconcileError::from)
+        }
+    };
+    Released {
+        own,
+        exchange,
+        outcome,
+    }
 }

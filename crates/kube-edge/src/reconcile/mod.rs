@@ -48,7 +48,6 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         let err = ReconcileError::Request("the CR has no metadata.uid".into());
         return Done::early(Err(err), OwnWrites::default());
     };
-    let mut own = OwnWrites::default();
     // Before anything reads it, finalizing included: a CR ork could not read whole is never
     // sent to the service, and its failure is recorded on it (condition, event) and retried.
     let undecodable =
@@ -64,7 +63,7 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
         ports
             .metrics
             .reconciled(&ctx.name, "gated", started.elapsed());
-        return Done::early(Ok(Success::Gated(why)), own);
+        return Done::early(Ok(Success::Gated(why)), OwnWrites::default());
     }
     // A DecoratorController leaves alone what its selectors do not select, but an object that
     // stopped matching while it holds the decorator's finalizer is finalized first, as
@@ -78,13 +77,16 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
             return finalize::finalize(ctx, ports, job, &owner).await;
         }
         tracing::debug!(reason = %why, "not decorated");
-        return Done::early(Ok(Success::Gated(why)), own);
+        return Done::early(Ok(Success::Gated(why)), OwnWrites::default());
     }
-    let mut plan = Plan::default();
-    let mut exchange = Exchange::default();
-    let result = match undecodable {
-        Some(e) => Err(e),
-        None => call_and_apply(ctx, ports, job, &owner, &mut own, &mut plan, &mut exchange).await,
+    let Attempt {
+        exchange,
+        plan,
+        own,
+        result,
+    } = match undecodable {
+        Some(e) => Attempt::failed(e),
+        None => call_and_apply(ctx, ports, job, &owner).await,
     };
     let elapsed = started.elapsed();
     let recreating = plan.recreates().next().is_some();
@@ -163,23 +165,53 @@ pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -
     }
 }
 
+/// What calling and applying left, whatever the outcome: the exchange, the child plan and the
+/// writes that landed (the flight recorder and the index keep them), and the decision.
+struct Attempt {
+    exchange: Exchange,
+    plan: Plan,
+    own: OwnWrites,
+    result: Result<Decision, ReconcileError>,
+}
+
+impl Attempt {
+    /// Failed before anything was sent or written.
+    fn failed(e: ReconcileError) -> Attempt {
+        Attempt {
+            exchange: Exchange::default(),
+            plan: Plan::default(),
+            own: OwnWrites::default(),
+            result: Err(e),
+        }
+    }
+}
+
 /// Builds the request, calls, checks and applies; an answer with `error` is returned as is (the
 /// caller records it), nothing of it applied.
-async fn call_and_apply(
-    ctx: &EntryContext,
-    ports: Ports<'_>,
-    job: &Job,
-    owner: &Owner,
-    own: &mut OwnWrites,
-    plan: &mut Plan,
-    exchange: &mut Exchange,
-) -> Result<Decision, ReconcileError> {
-    finalize::ensure_finalizer(ctx, ports, &job.cr).await?;
-    let decision = ask(ctx, ports, job, owner, false, exchange).await?;
-    if !matches!(decision.outcome, Outcome::Error { .. }) {
-        children::apply(ctx, ports, job, owner, &decision, own, plan).await?;
+async fn call_and_apply(ctx: &EntryContext, ports: Ports<'_>, job: &Job, owner: &Owner) -> Attempt {
+    if let Err(e) = finalize::ensure_finalizer(ctx, ports, &job.cr).await {
+        return Attempt::failed(e);
     }
-    Ok(decision)
+    let call::Asked { exchange, decision } = ask(ctx, ports, job, owner, false).await;
+    let decision = match decision {
+        // An answer with `error` is recorded as it is, nothing of it applied.
+        Ok(d) if !matches!(d.outcome, Outcome::Error { .. }) => d,
+        result => {
+            return Attempt {
+                exchange,
+                plan: Plan::default(),
+                own: OwnWrites::default(),
+                result,
+            };
+        }
+    };
+    let written = children::apply(ctx, ports, job, owner, &decision).await;
+    Attempt {
+        exchange,
+        plan: written.plan,
+        own: written.own,
+        result: written.result.map(|()| decision),
+    }
 }
 
 /// ork's record of this reconcile ([`crate::seal`]): the CR it read and its children after
