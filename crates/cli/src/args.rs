@@ -28,6 +28,12 @@ pub struct RunArgs {
     /// documents each). The Katalog is then optional.
     #[arg(long = "controllers", value_name = "FILE")]
     pub controllers: Vec<PathBuf>,
+    /// Run only the Metacontroller controllers whose labels this selector selects (`key=value`,
+    /// `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`, comma-separated), as
+    /// Metacontroller's flag of the same name: several instances split one cluster's
+    /// controllers between them.
+    #[arg(long = "target-label-selector", value_name = "SELECTOR")]
+    pub target_label_selector: Option<String>,
     /// Reconciles in flight at once for each Metacontroller controller (Metacontroller's
     /// `--workers`).
     #[arg(

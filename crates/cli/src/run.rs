@@ -47,16 +47,31 @@ pub fn run(args: RunArgs) -> ExitCode {
 /// The Metacontroller controllers `ork run` was given: read from `--controllers` files, or
 /// watched with `--metacontroller`.
 fn controllers(args: &RunArgs) -> Result<Option<ork_kube::metacontroller::Controllers>> {
-    use ork_kube::metacontroller::Controllers;
+    use ork_kube::metacontroller::{Controllers, TargetSelector};
+    let target = args
+        .target_label_selector
+        .as_deref()
+        .map(TargetSelector::parse)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
     if args.metacontroller {
-        return Ok(Some(Controllers::Cluster));
+        return Ok(Some(Controllers::Cluster(target)));
     }
     if args.controllers.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Controllers::Files(crate::controllers::objects(
-        &args.controllers,
-    )?)))
+    let objects = crate::controllers::objects(&args.controllers)?
+        .into_iter()
+        .filter(|o| {
+            let labels: std::collections::BTreeMap<String, String> = o
+                .pointer("/metadata/labels")
+                .cloned()
+                .and_then(|l| serde_json::from_value(l).ok())
+                .unwrap_or_default();
+            target.as_ref().is_none_or(|t| t.selects(&labels))
+        })
+        .collect();
+    Ok(Some(Controllers::Files(objects)))
 }
 
 /// One thread, as linkerd's proxy by default: ork waits on the API server and the services far

@@ -1162,3 +1162,69 @@ async fn an_object_a_decorator_stops_selecting_is_finalized_and_kept() -> Result
     .await?;
     Ok(())
 }
+
+/// `--target-label-selector`, as Metacontroller's flag: of the controllers given, this ork runs
+/// only those whose labels the selector selects, and a malformed selector stops it with why.
+#[tokio::test]
+async fn only_the_controllers_the_target_label_selector_selects_are_served() -> Result<()> {
+    let client = client().await?;
+    install_parent_crds(&client).await?;
+    let ns = TestNamespace::create(&client).await?;
+    let dir = dir(&ns.name)?;
+    let controller = |name: &str, team: &str| {
+        json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
+            "metadata": {"name": name, "labels": {"team": team}},
+            "spec": {"generateSelector": true,
+                "parentResource": {"apiVersion": "example.ork.dev/v1", "resource": "reservations"},
+                "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+                "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:1/sync"}}}}})
+        .to_string()
+    };
+    let file = dir.join("two-teams.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "{}\n---\n{}\n",
+            controller("res-a", "a"),
+            controller("res-b", "b")
+        ),
+    )?;
+    let path = file.to_str().context("path")?;
+    let ork = ork_with(
+        &dir,
+        &[
+            "--controllers",
+            path,
+            "--target-label-selector",
+            "team in (a, c)",
+        ],
+    )?;
+    wait_for("res-a served", WAIT, || async {
+        let log = ork.log();
+        log.lines()
+            .any(|l| l.contains("entry=res-a") && l.contains("serving CompositeController"))
+            .then_some(())
+    })
+    .await?;
+    let log = ork.log();
+    assert!(!log.contains("entry=res-b"), "{log}");
+    drop(ork);
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_ork"))
+        .args([
+            "run",
+            "--controllers",
+            path,
+            "--target-label-selector",
+            "team in a",
+        ])
+        .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+        .output()?;
+    let said = common::output_text(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("--target-label-selector: \"team in a\""),
+        "{said}"
+    );
+    Ok(())
+}

@@ -3,7 +3,7 @@
 //! own (a DecoratorController: one per resource type it decorates). A controller created while ork
 //! runs is served from then on; one changed is restarted with its new spec; one deleted stops
 //! being served. A controller ork cannot run is logged with the field and the reason, and the
-//! others go on.
+//! others go on. `--target-label-selector` runs only the controllers it selects ([`select`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +20,10 @@ use ork_remote::HttpTransport;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
+
+mod select;
+
+pub use select::TargetSelector;
 
 use crate::controller::{RunError, RunOptions, start_entry};
 use crate::discovery::wait_for_cr_type;
@@ -44,10 +48,11 @@ pub(crate) const CRD_NAMES: [&str; 2] = [
 /// Where the controllers come from.
 #[derive(Debug, Clone)]
 pub enum Controllers {
-    /// Controller objects read from files.
+    /// Controller objects read from files (those a target selector selects).
     Files(Vec<Value>),
-    /// The cluster's `CompositeController` objects, watched.
-    Cluster,
+    /// The cluster's `CompositeController` and `DecoratorController` objects, watched: all, or
+    /// those the target selector selects.
+    Cluster(Option<TargetSelector>),
 }
 
 impl Runtime {
@@ -82,9 +87,9 @@ impl Runtime {
                 while tasks.join_next().await.is_some() {}
                 Ok(())
             }
-            Controllers::Cluster => {
+            Controllers::Cluster(target) => {
                 install_crds(&client).await?;
-                self.follow(client, http, options).await
+                self.follow(client, http, options, target).await
             }
         }
     }
@@ -96,13 +101,19 @@ impl Runtime {
         client: Client,
         http: HttpTransport,
         options: RunOptions,
+        target: Option<TargetSelector>,
     ) -> Result<(), RunError> {
+        // A controller whose labels stop matching leaves the watch: it is stopped as if deleted.
+        let config = match &target {
+            Some(t) => watcher::Config::default().labels(t.as_str()),
+            None => watcher::Config::default(),
+        };
         let watch = |kind: &str, plural: &str| {
             let gvk = GroupVersionKind::gvk("metacontroller.k8s.io", "v1alpha1", kind);
             let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
             let kind = kind.to_string();
-            watcher(api, watcher::Config::default()).map(move |e| (kind.clone(), e))
+            watcher(api, config.clone()).map(move |e| (kind.clone(), e))
         };
         let mut events = futures::stream::select(
             watch("CompositeController", "compositecontrollers").boxed(),

@@ -14,7 +14,7 @@ use ork_protocol::metacontroller::{self as mc, ObjectMap};
 use ork_protocol::{Decision, Lint, Policy};
 use serde_json::{Map, Value};
 
-use super::Protocol;
+use super::contract::Protocol;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::ports::{Owner, Transport};

@@ -4,7 +4,7 @@ use ork_protocol::metacontroller::ObjectMap;
 use ork_protocol::{Decision, Lint, Policy};
 use serde_json::Value;
 
-use super::Protocol;
+use super::contract::Protocol;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::ports::Owner;
