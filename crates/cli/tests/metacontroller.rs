@@ -1009,6 +1009,19 @@ async fn a_controller_binds_the_roles_and_uses_ork_s_namespace_only_as_its_annot
         })
         .await?;
         assert!(bindings.get_opt(&role).await?.is_none(), "nothing applied");
+        // Told as Metacontroller tells it: a SyncError event on the decorated object.
+        let events: Api<k8s_openapi::api::core::v1::Event> = Api::all(client.clone());
+        let by_name =
+            kube::api::ListParams::default().fields(&format!("involvedObject.name={role}"));
+        let told = wait_for("a SyncError event", WAIT, || async {
+            let list = events.list(&by_name).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("SyncError"))
+        })
+        .await?;
+        let note = told.message.unwrap_or_default();
+        assert!(note.starts_with("Sync error: "), "{note}");
         drop(ork);
 
         // Named on the controller, with ork's namespace allowed: attached.

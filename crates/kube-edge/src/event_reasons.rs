@@ -70,6 +70,13 @@ pub const DECORATED: EventReason = reason(
     "A Metacontroller DecoratorController's attachments were brought to what its sync hook wants.",
 );
 
+pub const SYNC_ERROR: EventReason = reason(
+    "SyncError",
+    false,
+    "Warning",
+    "A Metacontroller controller's failed sync or finalize, named as Metacontroller names it (`Sync error: <cause>`), in place of `<Kind>ReconcileError`.",
+);
+
 /// Every event reason ork writes itself, in the reference's order.
 pub const EVENT_REASONS: &[EventReason] = &[
     RECONCILED,
@@ -77,4 +84,5 @@ pub const EVENT_REASONS: &[EventReason] = &[
     ANSWER_WARNING,
     FINALIZED,
     DECORATED,
+    SYNC_ERROR,
 ];

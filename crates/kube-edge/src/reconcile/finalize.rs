@@ -130,7 +130,7 @@ pub(super) async fn finalize(
         Err(e) => {
             tracing::warn!(error = %e, "finalize failed");
             Some(record::warning(
-                kind,
+                ctx,
                 &ports.transport.redact(&format!("finalize: {e}")),
             ))
         }

@@ -102,7 +102,7 @@ pub(super) async fn record(
         }),
         None => {}
         // Every failure; the recorder folds repeats into one series.
-        Some(e) => events.push(warning(kind, e)),
+        Some(e) => events.push(warning(ctx, e)),
     }
     // What the answer check let through with a warning (an intent field ork ignores), told
     // with the transition events so a steady state costs no write.
@@ -145,15 +145,11 @@ async fn decorated(
     outcome: &Outcome<'_>,
 ) -> Recorded {
     let cr = job.cr.as_ref();
-    let kind = &ctx.cr_resource.kind;
     let mut events = Vec::new();
     let mut metadata = None;
     let mut status_failed = None;
     match (outcome.error, outcome.decision) {
-        (Some(e), _) => events.push(warning(
-            kind,
-            &clean(&ports.transport.redact(&e.to_string()), ERROR_TEXT),
-        )),
+        (Some(e), _) => events.push(warning(ctx, &ports.transport.redact(&e.to_string()))),
         (None, Some(decision)) => {
             if let Some(d) = &decision.decoration {
                 let changes = |want: &Map<String, Value>, have: Option<&std::collections::BTreeMap<String, String>>| {
@@ -256,11 +252,14 @@ fn service_event(e: &ork_protocol::ServiceEvent, ports: Ports<'_>) -> Event {
     }
 }
 
-pub(super) fn warning(kind: &str, message: &str) -> Event {
+/// The event of a failed reconcile of `ctx`'s CR, named as its protocol names it.
+pub(super) fn warning(ctx: &EntryContext, message: &str) -> Event {
+    let (reason, note) =
+        super::protocol::of(ctx).failure_event(&ctx.cr_resource.kind, &clean(message, ERROR_TEXT));
     Event {
         type_: EventType::Warning,
-        reason: crate::event_reasons::RECONCILE_ERROR.of(kind),
-        note: Some(clean(message, ERROR_TEXT)),
+        reason,
+        note: Some(clean(&note, ERROR_TEXT)),
         action: "Reconcile".into(),
         secondary: None,
     }

@@ -78,6 +78,15 @@ pub(crate) trait Protocol: Send + Sync {
         true
     }
 
+    /// The reason and note of the event that tells a failed reconcile of a CR of `kind`
+    /// (`message` is the cause, cleaned).
+    fn failure_event(&self, kind: &str, message: &str) -> (String, String) {
+        (
+            crate::event_reasons::RECONCILE_ERROR.of(kind),
+            message.to_string(),
+        )
+    }
+
     /// Whether the service is synced once more after its own child writes, to observe them
     /// (Metacontroller's hooks compute status from the children they see); a Katalog's service
     /// is not (ork tells it what it applied).

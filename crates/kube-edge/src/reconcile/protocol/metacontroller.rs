@@ -109,6 +109,14 @@ impl Protocol for Metacontroller<'_> {
     fn observes_own_writes(&self) -> bool {
         true
     }
+
+    /// Metacontroller's own: scripts that filter `reason=SyncError` keep working.
+    fn failure_event(&self, kind: &str, message: &str) -> (String, String) {
+        (
+            crate::event_reasons::SYNC_ERROR.of(kind),
+            format!("Sync error: {message}"),
+        )
+    }
 }
 
 /// The label `generateSelector` selects children by, set to the parent's UID.
