@@ -435,7 +435,7 @@ async fn each_way_a_cr_fails_names_its_step_says_whether_it_stalls_and_keeps_one
     let ns = TestNamespace::create(&admin).await?;
     let katalog = katalog(&ns.name, &http(&svc.url), "").replace(
         "        reconcile:\n",
-        "        validation:\n          rules:\n            - {field: spec.image, operator: exists, message: spec.image is required}\n        reconcile:\n",
+        "        validation:\n          rules:\n            - {field: spec.image, operator: exists, message: spec.image is required}\n            - {field: spec.replicas, operator: lt, value: 3, action: warn, message: more than 2 replicas cost extra}\n        reconcile:\n",
     );
     let (client, _ork) = start_katalog(&ns, &katalog).await?;
     for name in ["slow", "broken", "rejected", "fine"] {
@@ -488,6 +488,44 @@ async fn each_way_a_cr_fails_names_its_step_says_whether_it_stalls_and_keeps_one
             obj.data["status"]
         );
     }
+    // Orkestra's validation conditions, as Orkestra writes them, beside ork's.
+    let fine = api.get("fine").await?;
+    assert_eq!(
+        condition(&fine, "ValidationFailed"),
+        Some(("False".into(), "ValidationPassed".into(), String::new()))
+    );
+    assert_eq!(
+        condition(&fine, "ValidationWarning"),
+        Some(("False".into(), "NoWarnings".into(), String::new()))
+    );
+    let invalid = api.get("invalid").await?;
+    assert_eq!(
+        condition(&invalid, "ValidationFailed"),
+        Some((
+            "True".into(),
+            "DenyRuleViolation".into(),
+            "field \"spec.image\": spec.image is required (got \"\")".into()
+        ))
+    );
+    api.patch(
+        "fine",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": 5}})),
+    )
+    .await?;
+    let warned = ork_test_support::wait_for("the warn rule's condition", WAIT, || async {
+        let obj = api.get("fine").await.ok()?;
+        condition(&obj, "ValidationWarning").filter(|(s, _, _)| s == "True")
+    })
+    .await?;
+    assert_eq!(
+        warned,
+        (
+            "True".into(),
+            "WarnRuleViolation".into(),
+            "field \"spec.replicas\": more than 2 replicas cost extra (got \"5\")".into()
+        )
+    );
     // The long cause is kept (far past 1,000 characters) on the condition.
     let broken = api.get("broken").await?;
     let (_, _, message) = condition(&broken, "Ready").unwrap_or_default();

@@ -15,6 +15,16 @@ pub struct StatusInput<'a> {
     pub service_status: Option<&'a Map<String, Value>>,
     pub service_conditions: &'a [ServiceCondition],
     pub generation: Option<i64>,
+    /// For an entry with validation rules: what they found on the CR, written as Orkestra's
+    /// `ValidationFailed` and `ValidationWarning` conditions.
+    pub validation: Option<Validation<'a>>,
+}
+
+/// The validation rules' verdict on a CR: each failed `deny` rule's and `warn` rule's message.
+#[derive(Debug, Clone, Copy)]
+pub struct Validation<'a> {
+    pub denied: &'a [String],
+    pub warned: &'a [String],
 }
 
 /// A failed reconcile, as status shows it.
@@ -33,7 +43,7 @@ pub struct Failure<'a> {
 const MESSAGE_LIMIT: usize = 4096;
 
 /// The conditions ork itself writes, with what each says; every other one is the service's.
-pub const ORK_CONDITIONS: [(&str, &str); 3] = [
+pub const ORK_CONDITIONS: [(&str, &str); 5] = [
     (
         "Ready",
         "`True` (reason `ReconcileSucceeded`) after a successful reconcile; `False` with the failed step's reason and its whole cause otherwise.",
@@ -45,6 +55,14 @@ pub const ORK_CONDITIONS: [(&str, &str); 3] = [
     (
         "Stalled",
         "`True` when no retry will help without a change to the CR, the Katalog, the service or ork's RBAC, or when `queue.maxAttempts` is used up (kstatus); absent once Ready.",
+    ),
+    (
+        "ValidationFailed",
+        "For an entry with validation rules, as Orkestra writes it: `True` (reason `DenyRuleViolation`, each failed `deny` rule as `field \"<path>\": <message> (got \"<value>\")`, joined by `; `), else `False` (`ValidationPassed`).",
+    ),
+    (
+        "ValidationWarning",
+        "For an entry with validation rules, as Orkestra writes it: `True` (reason `WarnRuleViolation`, each failed `warn` rule) or `False` (`NoWarnings`).",
     ),
 ];
 
@@ -123,6 +141,34 @@ pub fn plan_status(current: Option<&Value>, input: StatusInput<'_>, now: &str) -
             let progress = if f.stalled { "Stalled" } else { "Reconciling" };
             stamp.upsert(&mut conditions, progress, "True", f.reason, &message);
         }
+    }
+    if let Some(v) = input.validation {
+        let (status, reason) = if v.denied.is_empty() {
+            ("False", "ValidationPassed")
+        } else {
+            ("True", "DenyRuleViolation")
+        };
+        let message = truncate(&v.denied.join("; "));
+        stamp.upsert(
+            &mut conditions,
+            "ValidationFailed",
+            status,
+            reason,
+            &message,
+        );
+        let (status, reason) = if v.warned.is_empty() {
+            ("False", "NoWarnings")
+        } else {
+            ("True", "WarnRuleViolation")
+        };
+        let message = truncate(&v.warned.join("; "));
+        stamp.upsert(
+            &mut conditions,
+            "ValidationWarning",
+            status,
+            reason,
+            &message,
+        );
     }
     for c in input.service_conditions {
         // A service that reports `Ready` itself (a Metacontroller hook) does not hide a failure.
@@ -212,6 +258,7 @@ mod tests {
             service_status: status,
             service_conditions: &[],
             generation: Some(1),
+            validation: None,
         }
     }
 
@@ -328,6 +375,7 @@ mod tests {
             service_status: None,
             service_conditions: &[],
             generation: Some(2),
+            validation: None,
         };
         let stored = apply(
             &stored,
@@ -435,5 +483,57 @@ mod tests {
                 .map(str::len),
             Some(MESSAGE_LIMIT)
         );
+    }
+
+    #[test]
+    fn validation_rules_are_written_as_orkestra_s_two_conditions() {
+        let denied = vec!["field \"spec.image\": required (got \"\")".to_string()];
+        let warned = vec!["a".to_string(), "b".to_string()];
+        let input = StatusInput {
+            validation: Some(Validation {
+                denied: &denied,
+                warned: &warned,
+            }),
+            ..ok(None)
+        };
+        let patch = plan_status(None, input, "t0").expect("a patch");
+        let conditions = patch["status"]["conditions"]
+            .as_array()
+            .expect("conditions");
+        let of = |t: &str| {
+            conditions.iter().find(|c| c["type"] == t).map(|c| {
+                (
+                    c["status"].clone(),
+                    c["reason"].clone(),
+                    c["message"].clone(),
+                )
+            })
+        };
+        assert_eq!(
+            of("ValidationFailed"),
+            Some((json!("True"), json!("DenyRuleViolation"), json!(denied[0])))
+        );
+        assert_eq!(
+            of("ValidationWarning"),
+            Some((json!("True"), json!("WarnRuleViolation"), json!("a; b")))
+        );
+        let clean = StatusInput {
+            validation: Some(Validation {
+                denied: &[],
+                warned: &[],
+            }),
+            ..ok(None)
+        };
+        let patch = plan_status(None, clean, "t0").expect("a patch");
+        let text = patch.to_string();
+        assert!(
+            text.contains("ValidationPassed") && text.contains("NoWarnings"),
+            "{text}"
+        );
+        // Without rules, neither is written.
+        let none = plan_status(None, ok(None), "t0")
+            .expect("a patch")
+            .to_string();
+        assert!(!none.contains("Validation"), "{none}");
     }
 }

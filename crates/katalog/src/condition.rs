@@ -716,6 +716,21 @@ impl Check {
     }
 
     /// A sentence saying why the condition did not hold.
+    /// A failure of this rule on `cr` as Orkestra's `ValidationFailed`/`ValidationWarning`
+    /// conditions word it: `field "<path>": <message> (got "<value>")` for a field, else as
+    /// [`Check::describe_failure`].
+    pub fn describe_violation(&self, cr: &Value) -> String {
+        let Subject::Field(path) = &self.subject else {
+            return self.describe_failure();
+        };
+        let got = lookup(cr, path).map(print_value).unwrap_or_default();
+        let what = match &self.message {
+            Some(m) => m.clone(),
+            None => self.check_failed(),
+        };
+        format!("field {path:?}: {what} (got {got:?})")
+    }
+
     pub fn describe_failure(&self) -> String {
         if let Some(m) = &self.message {
             return m.clone();
@@ -725,15 +740,16 @@ impl Check {
             Subject::Template(t) => format!("field {}", t.source()),
             Subject::Sentinel(s) => format!("sentinel {}", s.name()),
         };
+        format!("{subject} {}", self.check_failed())
+    }
+
+    /// `gt 3 failed`, `not exists failed`: the check, without its subject.
+    fn check_failed(&self) -> String {
         let negated = if self.negate { "not " } else { "" };
         if self.operator.needs_value() {
-            format!(
-                "{subject} {negated}{} {} failed",
-                op_name(self.operator),
-                self.value
-            )
+            format!("{negated}{} {} failed", op_name(self.operator), self.value)
         } else {
-            format!("{subject} {negated}{} failed", op_name(self.operator))
+            format!("{negated}{} failed", op_name(self.operator))
         }
     }
 }

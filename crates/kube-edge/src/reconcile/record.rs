@@ -6,7 +6,7 @@ use std::time::Duration;
 use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
-use ork_engine::status::{Failure, StatusInput, plan_status};
+use ork_engine::status::{Failure, StatusInput, Validation, plan_status};
 use ork_protocol::Decision;
 use serde_json::{Map, Value, json};
 
@@ -71,12 +71,17 @@ pub(super) async fn record(
             reason: e.reason(),
             stalled: ctx.stalls(e, job.attempt),
         });
+    let (denied, warned) = validation(ctx, cr);
     let input = StatusInput {
         error: failure,
         answered: decision.is_some(),
         service_status: service_status.as_ref(),
         service_conditions: decision.map_or(&[], |d| d.conditions.as_slice()),
         generation: cr.meta().generation,
+        validation: (!ctx.rules.is_empty()).then_some(Validation {
+            denied: &denied,
+            warned: &warned,
+        }),
     };
     let status_patch = plan_status(cr.data.get("status"), input, &now_rfc3339());
     let failures = if error.is_some() { job.attempt } else { 0 };
@@ -250,6 +255,26 @@ fn service_event(e: &ork_protocol::ServiceEvent, ports: Ports<'_>) -> Event {
         action: "Reconcile".into(),
         secondary: None,
     }
+}
+
+/// What the entry's validation rules find on `cr`, as Orkestra's conditions word it: the
+/// failed `deny` rules and the failed `warn` rules.
+fn validation(ctx: &EntryContext, cr: &DynamicObject) -> (Vec<String>, Vec<String>) {
+    let (mut denied, mut warned) = (Vec::new(), Vec::new());
+    if ctx.rules.is_empty() {
+        return (denied, warned);
+    }
+    let cr = serde_json::to_value(cr).unwrap_or(Value::Null);
+    for rule in &ctx.rules {
+        if !rule.holds(&cr, &Default::default()) {
+            let at = match rule.action {
+                ork_katalog::condition::RuleAction::Deny => &mut denied,
+                ork_katalog::condition::RuleAction::Warn => &mut warned,
+            };
+            at.push(rule.describe_violation(&cr));
+        }
+    }
+    (denied, warned)
 }
 
 /// The event of a failed reconcile of `ctx`'s CR, named as its protocol names it.
