@@ -61,7 +61,7 @@ pub const REFUSED_FIELDS: &[(&str, &str)] = &[
     ),
     (
         "imports",
-        "Motifs are not supported; inline the resources in the service's answer",
+        "ork reads one Katalog, not a Komposer's imports (Katalog files or Motifs): merge the imported Katalogs' entries into one file (spec.crds), and return what a Motif would add from the service's answer",
     ),
     (
         "motifs",

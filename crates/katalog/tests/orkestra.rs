@@ -1296,3 +1296,33 @@ fn typed_mode_fields_are_refused_as_not_supported_with_what_to_do() {
         );
     }
 }
+
+/// Orkestra's time-window and cron helpers are named as Orkestra notes ork does not provide,
+/// with why, not as unknown functions.
+#[test]
+fn orkestras_time_and_cron_helpers_are_refused_by_name() {
+    let p = refused(&katalog(
+        "      operatorBox:
+        reconcile:
+          default: false
+          remote:
+            endpoint: \"http://app.svc/reconcile\"
+            args:
+              next: '{{ nextCron \"0 9 * * 1-5\" }}'
+              open: '{{ and weekday (timeInWindow \"09:00\" \"18:00\") }}'
+",
+    ));
+    let said: Vec<String> = p
+        .iter()
+        .map(|p| format!("{} {:?}", p.message, p.hint))
+        .collect();
+    for name in ["nextCron", "weekday", "timeInWindow"] {
+        assert!(
+            said.iter().any(|s| s.contains(&format!(
+                "\"{name}\" is an Orkestra note ork does not provide"
+            ))),
+            "{name}: {said:?}"
+        );
+    }
+    assert!(said.iter().all(|s| !s.contains("not defined")), "{said:?}");
+}

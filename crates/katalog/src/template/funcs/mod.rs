@@ -863,7 +863,9 @@ pub fn unsupported_families() -> &'static [(&'static str, &'static str)] {
 /// Why `name` is refused, when it belongs to one of the [`unsupported_families`].
 pub fn unsupported_reason(name: &str) -> Option<&'static str> {
     let family = match name {
-        "timeAgo" | "timeSince" | "timeUntil" | "isExpired" | "now" => Some("time"),
+        "timeAgo" | "timeSince" | "timeUntil" | "isExpired" | "now" | "weekday" | "weekend"
+        | "timeInWindow" | "inWindow" | "dayOfWeek" => Some("time"),
+        "nextCron" | "prevCron" | "lastCron" => Some("cron"),
         "parseQuantity" | "formatQuantity" | "sumQuantity" => Some("quantity"),
         _ => None,
     };
