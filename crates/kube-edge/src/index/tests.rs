@@ -84,15 +84,52 @@ fn a_new_requested_at_asks_for_a_reconcile_now_and_the_same_one_does_not_again()
 
 #[test]
 fn a_create_triggers_once_and_own_status_writes_do_not() {
+    // The CR as the watch shows it after each write: ork's status patch and ork's own
+    // annotations, then someone's edit of the spec.
+    let stored = |status: Value, annotations: Value, spec: Value| {
+        let o: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "uid-ns/a",
+                "annotations": annotations},
+            "spec": spec, "status": status}))
+        .expect("a CR");
+        let mut seen = cr("ns/a", 0);
+        if let Seen::Object { object, .. } = &mut seen {
+            object.fingerprint = cr_fingerprint(&o, &Default::default());
+        }
+        seen
+    };
     let mut ix = Index::new(vec![], None);
+    let created = stored(json!({}), json!({}), json!({"image": "nginx"}));
     assert_eq!(
-        ix.cr_event(cr("ns/a", 1), &no_gate),
+        ix.cr_event(created, &no_gate),
         enqueue("ns/a", Reason::Create)
     );
-    // Status and annotation writes leave the fingerprint alone.
-    assert!(ix.cr_event(cr("ns/a", 1), &no_gate).is_empty());
+    let status_written = stored(
+        json!({"phase": "Ready", "conditions": [{"type": "Ready", "status": "True"}]}),
+        json!({}),
+        json!({"image": "nginx"}),
+    );
+    assert!(
+        ix.cr_event(status_written, &no_gate).is_empty(),
+        "ork's status write"
+    );
+    let annotated = stored(
+        json!({"phase": "Ready"}),
+        json!({format!("{PREFIX}health"): "{\"ok\":true}"}),
+        json!({"image": "nginx"}),
+    );
+    assert!(
+        ix.cr_event(annotated, &no_gate).is_empty(),
+        "ork's annotation write"
+    );
+    let edited = stored(
+        json!({"phase": "Ready"}),
+        json!({}),
+        json!({"image": "nginx:2"}),
+    );
     assert_eq!(
-        ix.cr_event(cr("ns/a", 2), &no_gate),
+        ix.cr_event(edited, &no_gate),
         enqueue("ns/a", Reason::Update)
     );
 }
