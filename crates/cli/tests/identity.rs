@@ -18,8 +18,8 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{Api, DeleteParams, PostParams};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{Api, PostParams};
 use kube::{Client, Config};
 use ork_test_support::{
     TestNamespace, apply_yaml, client, kubeconfig_path, kubeconfig_with_token,
@@ -41,6 +41,7 @@ fn ork(args: &[&str], home: &str) -> Output {
         .expect("ork runs")
 }
 
+use common::delete_cluster_rbac;
 use common::output_text as text;
 
 /// The webapp example's Katalog named `name`, in `dir`.
@@ -103,12 +104,7 @@ async fn the_generated_kubeconfig_is_the_service_account_the_generated_rbac_bind
     let katalog_arg = katalog.to_string_lossy().to_string();
     let cluster_name = format!("ork-{}", home.name);
     let result = follow_the_recipe(&admin, &home.name, &dir, &katalog_arg, &cluster_name).await;
-    let _ = Api::<ClusterRole>::all(admin.clone())
-        .delete(&cluster_name, &DeleteParams::default())
-        .await;
-    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
-        .delete(&cluster_name, &DeleteParams::default())
-        .await;
+    delete_cluster_rbac(&admin, &cluster_name).await;
     result
 }
 

@@ -19,7 +19,7 @@ use ork_test_support::{
 };
 use serde_json::{Value, json};
 
-use common::{WAIT, spawn_ork};
+use common::{WAIT, delete_cluster_rbac, spawn_ork};
 
 fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/metacontroller")
@@ -475,8 +475,6 @@ async fn a_decorator_labels_annotates_and_attaches_to_objects_it_does_not_own() 
 
 #[tokio::test]
 async fn generated_rbac_for_the_controllers_is_enough_and_names_no_wildcard() -> Result<()> {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-
     let admin = client().await?;
     install_parent_crds(&admin).await?;
     let ns = TestNamespace::create(&admin).await?;
@@ -538,12 +536,7 @@ async fn generated_rbac_for_the_controllers_is_enough_and_names_no_wildcard() ->
         anyhow::Ok(())
     }
     .await;
-    let _ = Api::<ClusterRole>::all(admin.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
-    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
+    delete_cluster_rbac(&admin, &name).await;
     result
 }
 

@@ -213,7 +213,7 @@ fn binding(name: &str, role_kind: &str, role: &str, group: &str) -> Value {
 /// a binding to a role it did name (`bindRoles`) is applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_cannot_grant_what_ork_does_not_hold_nor_bind_undeclared_roles() -> Result<()> {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
     let admin = client().await?;
     let ns = TestNamespace::create(&admin).await?;
@@ -285,12 +285,7 @@ async fn a_service_cannot_grant_what_ork_does_not_hold_nor_bind_undeclared_roles
         Ok::<_, anyhow::Error>(())
     }
     .await;
-    let _ = Api::<ClusterRole>::all(admin.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
-    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
+    delete_cluster_rbac(&admin, &name).await;
     result
 }
 
@@ -536,7 +531,6 @@ async fn may(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_of_two_namespaces_is_watched_and_granted_in_those_two_only() -> Result<()> {
     use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 
     let admin = client().await?;
     let (a, b, other, home) = (
@@ -669,11 +663,6 @@ spec:
         Ok::<_, anyhow::Error>(())
     }
     .await;
-    let _ = Api::<ClusterRole>::all(admin.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
-    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
+    delete_cluster_rbac(&admin, &name).await;
     result
 }

@@ -358,3 +358,16 @@ pub async fn spawn_ork_with_generated_rbac(
         &[("ORK_NAMESPACE", home)],
     )
 }
+
+/// Deletes the ClusterRole and ClusterRoleBinding named `name` (`ork generate rbac --name`'s),
+/// which outlive a test's namespaces; whatever is already gone is no failure.
+pub async fn delete_cluster_rbac(admin: &Client, name: &str) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let params = kube::api::DeleteParams::default();
+    let _ = Api::<ClusterRole>::all(admin.clone())
+        .delete(name, &params)
+        .await;
+    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
+        .delete(name, &params)
+        .await;
+}
