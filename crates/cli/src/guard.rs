@@ -74,8 +74,12 @@ pub(crate) fn resolve_entry(runtime: &Runtime, segment: &str) -> Option<String> 
     }
 }
 
-pub(crate) fn entry_check(runtime: &Runtime, entry: &str) -> Option<ReadCheck> {
-    runtime.config(entry).map(|e| ReadCheck::list_of(&e))
+/// What a reader of `entry` must be allowed ([`ReadCheck::lists_of`]); never empty.
+pub(crate) fn entry_checks(runtime: &Runtime, entry: &str) -> Option<Vec<ReadCheck>> {
+    runtime
+        .config(entry)
+        .map(|e| ReadCheck::lists_of(&e))
+        .filter(|checks| !checks.is_empty())
 }
 
 impl Guard {

@@ -131,7 +131,10 @@ async fn katalog(
     headers: HeaderMap,
 ) -> Response {
     let served = runtime.entry_configs();
-    let checks: Vec<ReadCheck> = served.iter().map(|(_, e)| ReadCheck::list_of(e)).collect();
+    let checks: Vec<ReadCheck> = served
+        .iter()
+        .flat_map(|(_, e)| ReadCheck::lists_of(e))
+        .collect();
     if let Err(refused) = guard.admit(peer, &headers, &checks).await {
         return refused;
     }
@@ -156,13 +159,11 @@ async fn admit_entry(
     headers: &HeaderMap,
     entry: &str,
 ) -> Result<ReadCheck, Response> {
-    let Some(check) = crate::guard::entry_check(runtime, entry) else {
+    let Some(checks) = crate::guard::entry_checks(runtime, entry) else {
         return Err(guard.unknown(peer, headers, no_entry(entry)).await);
     };
-    guard
-        .admit(peer, headers, std::slice::from_ref(&check))
-        .await?;
-    Ok(check)
+    guard.admit(peer, headers, &checks).await?;
+    Ok(checks[0].clone())
 }
 
 /// 200 for healthy, pending and gated; 503 for degraded or not started; 404 for no such entry.
@@ -250,7 +251,7 @@ async fn record(
     name: String,
 ) -> Response {
     let entry = crate::guard::resolve_entry(&runtime, &entry).unwrap_or(entry);
-    let Some(check) = crate::guard::entry_check(&runtime, &entry) else {
+    let Some(check) = crate::guard::entry_checks(&runtime, &entry).map(|c| c[0].clone()) else {
         return guard.unknown(peer, &headers, no_entry(&entry)).await;
     };
     let check = check.get(namespace.clone(), &name);

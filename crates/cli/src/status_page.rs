@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use ork_kube::access::ReadCheck;
 
-use crate::guard::{AppState, COOKIE, entry_check};
+use crate::guard::{AppState, COOKIE, entry_checks};
 
 #[derive(serde::Deserialize)]
 pub(crate) struct Login {
@@ -119,7 +119,10 @@ pub(crate) async fn overview(
     headers: HeaderMap,
 ) -> Response {
     let served = runtime.entry_configs();
-    let checks: Vec<ReadCheck> = served.iter().map(|(_, e)| ReadCheck::list_of(e)).collect();
+    let checks: Vec<ReadCheck> = served
+        .iter()
+        .flat_map(|(_, e)| ReadCheck::lists_of(e))
+        .collect();
     if let Err(r) = guard.admit(peer, &headers, &checks).await {
         return refused(r);
     }
@@ -168,10 +171,10 @@ pub(crate) async fn entry(
     headers: HeaderMap,
     Path(entry): Path<String>,
 ) -> Response {
-    let Some(check) = entry_check(&runtime, &entry) else {
+    let Some(checks) = entry_checks(&runtime, &entry) else {
         return refused(guard.unknown(peer, &headers, not_found(&entry)).await);
     };
-    if let Err(r) = guard.admit(peer, &headers, &[check]).await {
+    if let Err(r) = guard.admit(peer, &headers, &checks).await {
         return refused(r);
     }
     let Some(objects) = runtime.inspect(&entry, None).await else {
@@ -233,7 +236,7 @@ pub(crate) async fn object(
     headers: HeaderMap,
     Path((entry, namespace, name)): Path<(String, String, String)>,
 ) -> Response {
-    let Some(check) = entry_check(&runtime, &entry) else {
+    let Some(check) = entry_checks(&runtime, &entry).map(|c| c[0].clone()) else {
         return refused(guard.unknown(peer, &headers, not_found(&entry)).await);
     };
     let namespace = (namespace != "_").then_some(namespace);

@@ -14,15 +14,20 @@ pub struct ReadCheck {
 }
 
 impl ReadCheck {
-    /// What a reader of `entry`'s health and CRs must be allowed: `list` on its CRs, where the
-    /// entry watches them. The same for a Katalog entry and a Metacontroller controller's.
-    pub fn list_of(entry: &CrdEntry) -> ReadCheck {
-        ReadCheck {
+    /// What a reader of `entry`'s health and CRs must be allowed: `list` on its CRs wherever
+    /// the entry watches them, in each of its namespaces (every one) or everywhere. The same
+    /// for a Katalog entry and a Metacontroller controller's.
+    pub fn lists_of(entry: &CrdEntry) -> Vec<ReadCheck> {
+        let list = |namespace: Option<String>| ReadCheck {
             verb: "list",
             group: entry.api_types.group.clone(),
             resource: entry.api_types.plural.clone(),
-            namespace: entry.single_namespace().filter(|_| entry.namespaced),
+            namespace,
             name: None,
+        };
+        match entry.watched_namespaces().filter(|_| entry.namespaced) {
+            Some(namespaces) => namespaces.into_iter().map(|ns| list(Some(ns))).collect(),
+            None => vec![list(None)],
         }
     }
 
@@ -51,5 +56,48 @@ impl ReadCheck {
             Some(ns) => format!("{} {what} in {ns}", self.verb),
             None => format!("{} {what}", self.verb),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(guards: &str) -> CrdEntry {
+        let yaml = format!(
+            r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: t}}
+spec:
+  crds:
+    web:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+{guards}      operatorBox:
+        reconcile:
+          default: false
+          remote: {{endpoint: "http://127.0.0.1:1/r"}}
+"#
+        );
+        let k = ork_katalog::load_str(&yaml, std::path::Path::new("k.yaml")).expect("valid");
+        k.spec.crds["web"].clone()
+    }
+
+    /// A reader of an entry of two namespaces needs `list` in each (as ork itself is granted
+    /// there), not cluster-wide; of an entry of every namespace, cluster-wide.
+    #[test]
+    fn a_reader_must_list_the_crs_wherever_the_entry_watches_them() {
+        let at = |guards: &str| -> Vec<Option<String>> {
+            ReadCheck::lists_of(&entry(guards))
+                .into_iter()
+                .map(|c| c.namespace)
+                .collect()
+        };
+        assert_eq!(
+            at("      allowedNamespaces: [team, ops]\n"),
+            [Some("team".to_string()), Some("ops".to_string())]
+        );
+        assert_eq!(at("      namespace: team\n"), [Some("team".to_string())]);
+        assert_eq!(at(""), [None]);
+        assert_eq!(at("      allowedNamespaces: [\"team-*\"]\n"), [None]);
     }
 }
