@@ -1095,6 +1095,7 @@ async fn an_object_a_decorator_stops_selecting_is_finalized_and_kept() -> Result
             "metadata": {"name": "extra-secret"},
             "spec": {
                 "resources": [{"apiVersion": "v1", "resource": "configmaps",
+                    "labelSelector": {"matchLabels": {&marker: "yes"}},
                     "annotationSelector": {"matchExpressions": [{"key": marker, "operator": "Exists"}]}}],
                 "attachments": [{"apiVersion": "v1", "resource": "secrets"}],
                 "hooks": {
@@ -1113,7 +1114,8 @@ async fn an_object_a_decorator_stops_selecting_is_finalized_and_kept() -> Result
     apply_yaml(
         &client,
         &json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "web", "annotations": {&marker: "yes"}}, "data": {"k": "v"}})
+            "metadata": {"name": "web", "labels": {&marker: "yes"}, "annotations": {&marker: "yes"}},
+            "data": {"k": "v"}})
         .to_string(),
         &ns.name,
     )
@@ -1158,6 +1160,20 @@ async fn an_object_a_decorator_stops_selecting_is_finalized_and_kept() -> Result
     .await?;
     wait_for("the attachment back", WAIT, || async {
         secrets.get_opt("web-extra").await.ok()?
+    })
+    .await?;
+    // Its label removed (the decorator's labelSelector): finalized as well, though a watch
+    // selecting by that label would no longer see it.
+    cms.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {&marker: null}}})),
+    )
+    .await?;
+    wait_for("finalized when the label goes", WAIT, || async {
+        let gone = secrets.get_opt("web-extra").await.ok()?.is_none();
+        let cm = cms.get("web").await.ok()?;
+        (gone && !cm.finalizers().iter().any(|f| f == finalizer)).then_some(())
     })
     .await?;
     cms.patch(

@@ -511,8 +511,14 @@ impl Composite {
                 finalize: common.finalize.clone(),
                 customize: common.customize.clone(),
                 parent_api_version: required("apiVersion")?,
-                // The watch selects by labels; expressions and annotations are checked per object.
-                parent_labels: labels.equals.clone(),
+                // The watch selects by labels; expressions and annotations are checked per
+                // object. With a finalize hook every object is watched: one whose labels stop
+                // matching must still be seen, to be finalized (as Metacontroller does).
+                parent_labels: if common.finalize.is_some() {
+                    BTreeMap::new()
+                } else {
+                    labels.equals.clone()
+                },
                 parent_resource: resource,
                 ignore_status_changes: true,
                 children: common.children.clone(),
@@ -923,6 +929,15 @@ mod tests {
             entries[0].parent_labels.get("a").map(String::as_str),
             Some("1")
         );
+        // With a finalize hook the watch takes every object: one whose labels stop matching
+        // is still seen, and finalized; the labels are checked per object.
+        let mut finalizing = object.clone();
+        finalizing["spec"]["hooks"]["finalize"] =
+            json!({"webhook": {"url": "http://127.0.0.1:1/f"}});
+        let entries = parse_controller(&finalizing).expect("parses");
+        assert!(entries[0].parent_labels.is_empty());
+        let d = entries[0].decorator.as_ref().expect("decorator");
+        assert!(!d.labels.matches(|k| (k == "a").then_some("2")));
         let bad = json!({"apiVersion": API_VERSION, "kind": "DecoratorController",
             "metadata": {"name": "dec"}, "spec": {"resources": [],
             "hooks": {"sync": {"webhook": {"url": "http://x"}}}}});
