@@ -329,14 +329,16 @@ mod lane_tests {
             .count()
     }
 
-    #[tokio::test]
-    async fn a_stopping_process_writes_what_waits_on_the_lane_at_once() {
+    /// While converging, the lane writes only what waited its patience; a stopping process
+    /// writes everything at once. Paused time: the 30 s pass in no time, and nothing is proven
+    /// by a sleep that happened to be long enough.
+    #[tokio::test(start_paused = true)]
+    async fn a_converging_lane_waits_its_patience_and_a_stopping_one_writes_all() {
         let converging = Load {
             converging: true,
             ..Load::default()
         };
         let (_load_tx, load) = watch::channel(converging);
-        // Active and converging: the lane holds back.
         let cluster = Arc::new(MemoryCluster::default());
         let lane = lane_of_100();
         let (active_tx, active) = watch::channel(true);
@@ -346,18 +348,22 @@ mod lane_tests {
             load.clone(),
             active,
         ));
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_secs(29)).await;
         assert_eq!(events(&cluster), 0, "nothing waited the patience yet");
         assert_eq!(lane.len(), 100);
-        // Stopping: everything goes, though reconciles were still running.
-        active_tx.send_replace(false);
-        for _ in 0..100 {
-            if lane.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        // Past the patience: what waited that long goes.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(events(&cluster), 100);
+        assert!(lane.is_empty());
+        // New writes wait again while converging...
+        for (i, later) in lane_of_100().take(usize::MAX).into_iter().enumerate() {
+            lane.push(&format!("ns/cr-{i}"), later);
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(events(&cluster), 0, "{} written", lane.len());
+        // ... and a stopping process writes them all at once, reconciles running or not.
+        active_tx.send_replace(false);
+        tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(lane.is_empty(), "{} CRs' writes still wait", lane.len());
         assert_eq!(events(&cluster), 100);
         task.abort();

@@ -6,9 +6,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+// tokio's clock, so a test with paused time can let a lane's patience pass.
+use tokio::time::Instant;
 
 use crate::packed::{Packed, Packer};
 use crate::reconcile::Later;
