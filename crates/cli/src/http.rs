@@ -144,11 +144,63 @@ async fn katalog(
         .into_iter()
         .filter(|e| served.iter().any(|(n, _)| *n == e.name))
         .collect();
-    let body = serde_json::json!({
-        "metadata": runtime.metadata(),
-        "entries": entries,
-    });
+    let mut body = orkestra_summary(&entries, &served);
+    body["metadata"] = serde_json::json!(runtime.metadata());
+    body["entries"] = serde_json::json!(entries);
     json(StatusCode::OK, &body)
+}
+
+/// Orkestra's `/katalog` body (its `KatalogResponse`: `crds`, `total`, `totalEnabled`,
+/// `healthy`, `status`, `statusCounts`), beside which ork adds `metadata` and `entries`.
+/// `status` is the code Orkestra would answer (503 with a degraded entry); ork answers 200.
+fn orkestra_summary(
+    entries: &[ork_kube::EntryReport],
+    served: &[(String, ork_katalog::CrdEntry)],
+) -> serde_json::Value {
+    let count = |state: &str| entries.iter().filter(|e| e.state == state).count();
+    let degraded = count("degraded");
+    let crds: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            let config = served.iter().find(|(n, _)| *n == e.name).map(|(_, c)| c);
+            let t = config.map(|c| c.api_types.clone()).unwrap_or_default();
+            serde_json::json!({
+                "name": e.name,
+                "description": config.and_then(|c| c.description.clone()).unwrap_or_default(),
+                "gvk": format!("{}/{}, Kind={}", t.group, t.version, t.kind),
+                "gvr": format!("{}/{}, Resource={}", t.group, t.version, t.plural),
+                "namespaced": config.is_some_and(|c| c.namespaced),
+                "namespace": config.and_then(|c| c.namespace.clone()).unwrap_or_default(),
+                "workers": config.map_or(0, |c| c.operator_box.reconcile.workers),
+                "workersActive": e.workers_busy,
+                "queueDepth": e.queue_depth,
+                "state": e.state,
+                "healthy": e.orkestra.healthy,
+                "started": e.orkestra.started,
+                "pending": e.orkestra.pending,
+                "errorRate": e.orkestra.error_rate,
+                "endpoints": {
+                    "health": format!("/katalog/{}/health", e.name),
+                    "info": format!("/katalog/{}", e.name),
+                    "healthEnabled": true,
+                    "infoEnabled": true,
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "crds": crds,
+        "total": entries.len(),
+        "totalEnabled": entries.len(),
+        "healthy": degraded == 0 && count("not started") == 0,
+        "status": if degraded == 0 { 200 } else { 503 },
+        "statusCounts": {
+            "healthy": count("healthy"),
+            "degraded": degraded,
+            "started": entries.iter().filter(|e| e.orkestra.started).count(),
+            "pending": count("pending"),
+        },
+    })
 }
 
 /// `Ok` with the entry's check when the caller may read `entry`; else the response.

@@ -112,6 +112,46 @@ async fn a_failing_cr_is_explained_to_those_who_may_read_it_and_its_exchange_rep
     let objects: Value = serde_json::from_str(&objects)?;
     assert_eq!(objects["counts"]["total"], 1);
     assert_eq!(objects["counts"]["ready"], 0);
+    // Orkestra's bodies, for tools written against Orkestra: `/katalog`'s summary and the
+    // entry's flat health fields, beside ork's own.
+    let (status, body) = get_as(addr, "/katalog", &admin_token).await?;
+    assert_eq!(status, 200, "{body}");
+    let katalog: Value = serde_json::from_str(&body)?;
+    assert_eq!(katalog["total"], 1, "{katalog}");
+    assert_eq!(katalog["crds"][0]["name"], "webapp", "{katalog}");
+    assert_eq!(
+        katalog["crds"][0]["gvr"],
+        "demo.ork.dev/v1, Resource=webapps"
+    );
+    assert_eq!(
+        katalog["crds"][0]["endpoints"]["health"],
+        "/katalog/webapp/health"
+    );
+    assert!(katalog["statusCounts"].is_object(), "{katalog}");
+    assert!(
+        katalog["entries"].is_array(),
+        "ork's own beside it: {katalog}"
+    );
+    let (_, body) = get_as(addr, "/katalog/webapp/health", &admin_token).await?;
+    let health: Value = serde_json::from_str(&body)?;
+    assert_eq!(health["started"], true, "{health}");
+    assert!(
+        health["totalReconciles"].as_u64().is_some_and(|n| n >= 1),
+        "{health}"
+    );
+    assert!(
+        health["errorRate"]
+            .as_f64()
+            .is_some_and(|r| r > 0.0 && r <= 1.0),
+        "{health}"
+    );
+    assert!(
+        health["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("500")),
+        "{health}"
+    );
+    assert!(!body.contains(TOKEN), "{body}");
 
     // ork explain: not Ready (exit 1), why, whole, and what was asked and answered.
     let target = ["webapp/web", "-n", &ns.name, "--server", &server];

@@ -38,6 +38,47 @@ pub struct EntryReport {
     pub api_version: String,
     pub kind: String,
     pub plural: String,
+    /// The fields of Orkestra's `/katalog/{crd}/health` body, beside ork's own.
+    #[serde(flatten)]
+    pub orkestra: OrkestraHealth,
+}
+
+/// Orkestra's flat health fields (its `CRDHealthResponse`), for tools written against it.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrkestraHealth {
+    pub healthy: bool,
+    pub started: bool,
+    pub pending: bool,
+    pub gated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gated_reason: Option<String>,
+    pub error_rate: f64,
+    pub consecutive_fails: u32,
+    pub total_reconciles: u64,
+    pub last_error: String,
+    pub last_reconcile: String,
+}
+
+impl OrkestraHealth {
+    /// As Orkestra words `health` (none: not started).
+    fn of(health: Option<&Health>) -> OrkestraHealth {
+        let Some(h) = health else {
+            return OrkestraHealth::default();
+        };
+        OrkestraHealth {
+            healthy: h.state == ork_engine::health::State::Healthy,
+            started: true,
+            pending: h.state == ork_engine::health::State::Pending,
+            gated: h.state == ork_engine::health::State::Gated,
+            gated_reason: h.gated_reason.clone(),
+            error_rate: h.error_rate_percent / 100.0,
+            consecutive_fails: h.consecutive_fails,
+            total_reconciles: h.total_reconciles,
+            last_error: h.last_error.clone().unwrap_or_default(),
+            last_reconcile: h.last_reconcile.clone().unwrap_or_default(),
+        }
+    }
 }
 
 /// What a stopping runtime had not finished when its grace ran out.
@@ -296,6 +337,7 @@ impl Runtime {
                 api_version: String::new(),
                 kind: String::new(),
                 plural: String::new(),
+                orkestra: OrkestraHealth::default(),
             },
             Some(entry) => {
                 let health = entry.health();
@@ -312,12 +354,14 @@ impl Runtime {
                     api_version: String::new(),
                     kind: String::new(),
                     plural: String::new(),
+                    orkestra: OrkestraHealth::default(),
                 }
             }
         };
         report.api_version = api_version;
         report.kind = t.kind;
         report.plural = t.plural;
+        report.orkestra = OrkestraHealth::of(report.health.as_ref());
         report
     }
 
