@@ -222,16 +222,6 @@ async fn update_strategies_keep_update_or_recreate_children_as_declared() -> Res
     })
     .await?;
     let first_uid = first.uid().context("uid")?;
-    // The first sync saw no children; the one after its own writes sees the ConfigMap it made
-    // (as Metacontroller syncs again on the children's events), with no edit and no resync.
-    let rollouts = parents_in(&client, "Rollout", &ns.name).await?;
-    let status = wait_for("the hook's view of the children it made", WAIT, || async {
-        let p = rollouts.get("web").await.ok()?;
-        let s = p.data.get("status")?.clone();
-        (s["observedConfigMaps"] == json!(["web-ondelete"])).then_some(s)
-    })
-    .await?;
-    assert_eq!(status["value"], "one", "{status}");
     apply_yaml(&client, &rollout("two"), &ns.name).await?;
     // InPlace: updated where it stands.
     wait_for("the InPlace Secret updated", WAIT, || async {
@@ -265,6 +255,7 @@ async fn update_strategies_keep_update_or_recreate_children_as_declared() -> Res
         "the ServiceAccount was recreated again"
     );
     // v1 keys: the children by name, as the hook saw them.
+    let rollouts = parents_in(&client, "Rollout", &ns.name).await?;
     let status = wait_for("the hook's view of its children", WAIT, || async {
         let p = rollouts.get("web").await.ok()?;
         let s = p.data.get("status")?.clone();
@@ -1248,5 +1239,67 @@ async fn only_the_controllers_the_target_label_selector_selects_are_served() -> 
         said.contains("--target-label-selector: \"team in a\""),
         "{said}"
     );
+    Ok(())
+}
+
+/// As Metacontroller syncs again on its children's events, a sync that wrote children is
+/// followed by one that sees them, with no edit and no resync: a decorator (of its own
+/// marker, so no other test's ork runs it) labels each ConfigMap with the number of
+/// attachments it observed; the first sync saw none and made one, the next sees it.
+#[tokio::test]
+async fn the_sync_after_the_hooks_own_writes_sees_what_it_made() -> Result<()> {
+    use ork_test_support::fake_service::{FakeService, Reply};
+
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let marker = format!("ork-test-{}/observe", ns.name);
+    let hook = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let seen = req["attachments"]["Secret.v1"]
+            .as_object()
+            .map_or(0, serde_json::Map::len);
+        // Nothing written on the decorated object itself (a label there would cause a sync
+        // of its own): only the attachment tells what the hook observed.
+        Reply::ok(json!({
+            "attachments": [{"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": format!("{name}-made")},
+                "stringData": {"observed": seen.to_string()}}]}))
+    })
+    .await?;
+    let dir = dir(&ns.name)?;
+    let file = dir.join("observer.yaml");
+    std::fs::write(
+        &file,
+        json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "DecoratorController",
+            "metadata": {"name": format!("observer-{}", ns.name)},
+            "spec": {
+                "resources": [{"apiVersion": "v1", "resource": "configmaps",
+                    "annotationSelector": {"matchExpressions": [{"key": marker, "operator": "Exists"}]}}],
+                "attachments": [{"apiVersion": "v1", "resource": "secrets",
+                    "updateStrategy": {"method": "InPlace"}}],
+                "hooks": {"sync": {"webhook": {"url": format!("{}/sync", hook.url)}}}}})
+        .to_string(),
+    )?;
+    let _ork = ork_with(&dir, &["--controllers", file.to_str().context("path")?])?;
+    apply_yaml(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "annotations": {&marker: "yes"}}, "data": {"k": "v"}})
+        .to_string(),
+        &ns.name,
+    )
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    cms.get("web").await.context("the ConfigMap was applied")?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    wait_for("the sync that saw its own attachment", WAIT, || async {
+        let s = secrets.get_opt("web-made").await.ok()??;
+        (s.data?.get("observed")?.0 == b"1").then_some(())
+    })
+    .await?;
+    let calls = hook.calls();
+    assert!(calls >= 2, "{calls} calls");
     Ok(())
 }
