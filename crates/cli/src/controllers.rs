@@ -30,16 +30,25 @@ pub fn with_controllers(mut katalog: Katalog, files: &[PathBuf]) -> Result<Katal
         controllers.extend(parse_controller(&object).map_err(|e| anyhow!("{e}"))?);
     }
     for (name, entry) in entries_for_rbac(&controllers).map_err(|e| anyhow!("{e}"))? {
-        // An entry's name is what config, metrics, records and the inspector's authorization
-        // go by: a controller never replaces a Katalog entry or another controller.
-        if katalog.spec.crds.contains_key(&name) {
-            return Err(anyhow!(
-                "controller {name:?}: a Katalog entry or another controller is already named {name:?}; rename one of them"
-            ));
-        }
-        katalog.spec.crds.insert(name, entry);
+        add_entry(&mut katalog, name, entry)?;
     }
     Ok(katalog)
+}
+
+/// Adds a controller's entry to `katalog`. An entry's name is what config, metrics, records
+/// and the inspector's authorization go by: a controller never replaces a Katalog entry or
+/// another controller.
+///
+/// # Errors
+/// The name is taken.
+fn add_entry(katalog: &mut Katalog, name: String, entry: ork_katalog::CrdEntry) -> Result<()> {
+    if katalog.spec.crds.contains_key(&name) {
+        return Err(anyhow!(
+            "controller {name:?}: a Katalog entry or another controller is already named {name:?}; rename one of them"
+        ));
+    }
+    katalog.spec.crds.insert(name, entry);
+    Ok(())
 }
 
 /// `katalog` with the controllers of `files` as entries that run offline (`ork simulate`,
@@ -55,6 +64,7 @@ pub fn with_controllers_offline(
     crs: &[Value],
     crds: &[Value],
 ) -> Result<Katalog> {
+    let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_default();
     for object in objects(files)? {
         for c in parse_controller(&object).map_err(|e| anyhow!("{e}"))? {
             let (kind, namespaced) = parent_type(&c, crs, crds).ok_or_else(|| {
@@ -66,16 +76,10 @@ pub fn with_controllers_offline(
                 )
             })?;
             let name = c.entry_name.clone();
-            if katalog.spec.crds.contains_key(&name) {
-                return Err(anyhow!(
-                    "controller {name:?}: a Katalog entry or another controller is already named {name:?}; rename one of them"
-                ));
-            }
-            let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_default();
             let entry = std::sync::Arc::new(c)
                 .entry(&kind, namespaced, &ork_namespace)
                 .map_err(|e| anyhow!("controller {name:?}: {e}"))?;
-            katalog.spec.crds.insert(name, entry);
+            add_entry(&mut katalog, name, entry)?;
         }
     }
     Ok(katalog)

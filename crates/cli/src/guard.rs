@@ -74,6 +74,11 @@ pub(crate) fn resolve_entry(runtime: &Runtime, segment: &str) -> Option<String> 
     }
 }
 
+/// The check a read of one of `entry`'s CRs starts from ([`ReadCheck::get`] narrows it).
+pub(crate) fn entry_check(runtime: &Runtime, entry: &str) -> Option<ReadCheck> {
+    entry_checks(runtime, entry)?.into_iter().next()
+}
+
 /// What a reader of `entry` must be allowed ([`ReadCheck::lists_of`]); never empty.
 pub(crate) fn entry_checks(runtime: &Runtime, entry: &str) -> Option<Vec<ReadCheck>> {
     runtime

@@ -303,7 +303,7 @@ async fn record(
     name: String,
 ) -> Response {
     let entry = crate::guard::resolve_entry(&runtime, &entry).unwrap_or(entry);
-    let Some(check) = crate::guard::entry_checks(&runtime, &entry).map(|c| c[0].clone()) else {
+    let Some(check) = crate::guard::entry_check(&runtime, &entry) else {
         return guard.unknown(peer, &headers, no_entry(&entry)).await;
     };
     let check = check.get(namespace.clone(), &name);

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use ork_kube::access::ReadCheck;
 
-use crate::guard::{AppState, COOKIE, entry_checks};
+use crate::guard::{AppState, COOKIE, entry_check, entry_checks};
 
 #[derive(serde::Deserialize)]
 pub(crate) struct Login {
@@ -236,7 +236,7 @@ pub(crate) async fn object(
     headers: HeaderMap,
     Path((entry, namespace, name)): Path<(String, String, String)>,
 ) -> Response {
-    let Some(check) = entry_checks(&runtime, &entry).map(|c| c[0].clone()) else {
+    let Some(check) = entry_check(&runtime, &entry) else {
         return refused(guard.unknown(peer, &headers, not_found(&entry)).await);
     };
     let namespace = (namespace != "_").then_some(namespace);

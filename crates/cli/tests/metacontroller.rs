@@ -1244,7 +1244,7 @@ async fn only_the_controllers_the_target_label_selector_selects_are_served() -> 
 
 /// As Metacontroller syncs again on its children's events, a sync that wrote children is
 /// followed by one that sees them, with no edit and no resync: a decorator (of its own
-/// marker, so no other test's ork runs it) labels each ConfigMap with the number of
+/// marker, so no other test's ork runs it) writes into its attachment the number of
 /// attachments it observed; the first sync saw none and made one, the next sees it.
 #[tokio::test]
 async fn the_sync_after_the_hooks_own_writes_sees_what_it_made() -> Result<()> {
