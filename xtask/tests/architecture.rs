@@ -64,6 +64,11 @@ const LOCKS: &[(&str, usize, &str)] = &[
         "`ork simulate`'s in-memory cluster, written by reconciles it drives one at a time",
     ),
     (
+        "crates/kube-edge/src/diff/rehearsal.rs",
+        1,
+        "one CR's `ork diff` journal of the dry-run writes its reconcile made, read once at its end",
+    ),
+    (
         "crates/kube-edge/src/process.rs",
         1,
         "the entries whose first list is done, for the process's readiness",

@@ -41,6 +41,7 @@ pub fn main() -> ExitCode {
         Command::Simulate(args) => crate::simulate::run(args),
         Command::Check(args) => crate::simulate::check(args),
         Command::Conform(args) => crate::conform::run(args),
+        Command::Diff(args) => crate::diff::run(args),
         Command::E2e(args) => crate::e2e::run(args),
         Command::Test(args) => crate::testcase::run(args),
         Command::Schema { what } => {

@@ -52,6 +52,10 @@ pub(crate) enum Command {
     /// edge cases (finalizing, unknown request fields, a large object, the same request twice,
     /// concurrent keys); one PASS or FAIL line per check.
     Conform(crate::conform::ConformArgs),
+    /// What the Katalog, or a candidate endpoint, would change on every live CR: the real
+    /// request and answer, the plan, every write a server-side dry run. Writes nothing; exits
+    /// 1 when a CR would be refused or lose a child.
+    Diff(crate::diff::DiffArgs),
     /// Run Orkestra's `kind: E2E` specs against the kubeconfig's cluster.
     E2e(crate::e2e::E2eArgs),
     /// Run `kind: Test` cases (given CRs and objects, expected children, status, conditions,
@@ -153,6 +157,7 @@ impl Command {
             Command::Check(args) => Some(&args.katalog),
             Command::Conform(args) if !args.controllers.is_empty() => None,
             Command::Conform(args) => Some(&args.katalog),
+            Command::Diff(args) => Some(&args.katalog),
             Command::Schema { .. }
             | Command::Retry { .. }
             | Command::Reference { .. }

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod conform;
 mod controllers;
+mod diff;
 mod e2e;
 mod explain;
 mod generate;

@@ -326,7 +326,7 @@ pub(crate) async fn kube_config(
 
 /// `ORK_NAMESPACE`, else the in-cluster service-account namespace (either is a choice:
 /// `true`), else `default` (`false`).
-fn ork_namespace() -> (String, bool) {
+pub(crate) fn ork_namespace() -> (String, bool) {
     std::env::var("ORK_NAMESPACE")
         .ok()
         .filter(|n| !n.is_empty())

@@ -17,6 +17,7 @@ pub mod auth;
 mod cache;
 pub mod client;
 mod controller;
+pub mod diff;
 pub mod discovery;
 mod entry;
 pub mod error;

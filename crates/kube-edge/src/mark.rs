@@ -110,25 +110,45 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The mark key's Secret as a key.
+fn key_of(namespace: &str, s: Secret) -> Result<MarkKey, String> {
+    let bytes = s
+        .data
+        .and_then(|d| d.get("key").map(|b| b.0.clone()))
+        .filter(|b| b.len() >= 32)
+        .ok_or_else(|| format!("Secret {namespace}/{KEY_SECRET} holds no 32-byte `key`"))?;
+    Ok(MarkKey::from_bytes(&bytes))
+}
+
+fn explain(namespace: &str, e: &kube::Error) -> String {
+    format!("Secret {namespace}/{KEY_SECRET}: {e}")
+}
+
+/// Reads the mark key from ork's namespace; `None` when no replica has made one yet (nothing
+/// carries a mark then).
+///
+/// # Errors
+/// The Secret cannot be read, or holds no usable key.
+pub(crate) async fn load(client: &Client, namespace: &str) -> Result<Option<MarkKey>, String> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    match api.get_opt(KEY_SECRET).await {
+        Ok(found) => found.map(|s| key_of(namespace, s)).transpose(),
+        Err(e) => Err(explain(namespace, &e)),
+    }
+}
+
 /// Reads the mark key from ork's namespace, creating it when there is none (the first replica
 /// to get there wins; the others read what it wrote).
 ///
 /// # Errors
 /// The Secret cannot be read or created, or holds no usable key.
 pub(crate) async fn load_or_create(client: &Client, namespace: &str) -> Result<MarkKey, String> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let read = |s: Secret| -> Result<MarkKey, String> {
-        let bytes = s
-            .data
-            .and_then(|d| d.get("key").map(|b| b.0.clone()))
-            .filter(|b| b.len() >= 32)
-            .ok_or_else(|| format!("Secret {namespace}/{KEY_SECRET} holds no 32-byte `key`"))?;
-        Ok(MarkKey::from_bytes(&bytes))
-    };
-    let explain = |e: kube::Error| format!("Secret {namespace}/{KEY_SECRET}: {e}");
-    if let Some(s) = api.get_opt(KEY_SECRET).await.map_err(explain)? {
-        return read(s);
+    if let Some(key) = load(client, namespace).await? {
+        return Ok(key);
     }
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let read = |s: Secret| key_of(namespace, s);
+    let explain = |e: kube::Error| explain(namespace, &e);
     let secret = Secret {
         metadata: kube::core::ObjectMeta {
             name: Some(KEY_SECRET.into()),

@@ -298,7 +298,10 @@ async fn follow(
 
 /// Where children of type `t` are watched: each namespace they may live in when the entry
 /// watches some namespaces and the type is namespaced, else everywhere (`None`).
-fn watch_scopes(ctx: &EntryContext, t: &crate::discovery::ChildType) -> Vec<Option<String>> {
+pub(crate) fn watch_scopes(
+    ctx: &EntryContext,
+    t: &crate::discovery::ChildType,
+) -> Vec<Option<String>> {
     match ctx.entry.watched_namespaces() {
         Some(homes) if t.managed.namespaced => {
             let mut scopes: Vec<Option<String>> = homes.into_iter().map(Some).collect();

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::events::EventRecorder;
 use super::write::{
-    CrAt, Deletion, WriteError, apply_child, delete_unchanged, existing, patch_finalizers,
+    CrAt, Deletion, Mode, WriteError, apply_child, delete_unchanged, existing, patch_finalizers,
     patch_metadata, patch_status, prune_child,
 };
 use crate::discovery::ChildType;
@@ -123,6 +123,9 @@ pub(crate) trait Cluster: Send + Sync {
 /// The real cluster.
 pub(crate) struct KubeCluster {
     client: Client,
+    /// [`Mode::DryRun`] for `ork diff`: every write is checked by the API server and stored
+    /// nowhere, and no event is sent.
+    mode: Mode,
     cr_resource: ApiResource,
     recorder: EventRecorder,
     /// Related types resolved through discovery: `apiVersion/resource` → resource, namespaced.
@@ -134,15 +137,23 @@ impl KubeCluster {
         let recorder = EventRecorder::new(client.clone(), "ork", std::env::var("POD_NAME").ok());
         KubeCluster {
             client,
+            mode: Mode::Apply,
             cr_resource,
             recorder,
             related: std::sync::Mutex::default(),
         }
     }
 
+    /// The cluster whose writes are server-side dry runs.
+    pub fn dry_run(mut self) -> KubeCluster {
+        self.mode = Mode::DryRun;
+        self
+    }
+
     fn at<'a>(&'a self, cr: &'a CrRef) -> CrAt<'a> {
         CrAt {
             client: &self.client,
+            mode: self.mode,
             url: DynamicObject::url_path(&self.cr_resource, cr.namespace.as_deref()),
             name: &cr.name,
         }
@@ -157,7 +168,14 @@ impl Cluster for KubeCluster {
         object: &'a Value,
         force: bool,
     ) -> BoxFuture<'a, Result<DynamicObject, WriteError>> {
-        Box::pin(apply_child(&self.client, t, child, object, force))
+        Box::pin(apply_child(
+            &self.client,
+            self.mode,
+            t,
+            child,
+            object,
+            force,
+        ))
     }
 
     fn existing<'a>(
@@ -175,7 +193,7 @@ impl Cluster for KubeCluster {
         namespace: Option<&'a str>,
         name: &'a str,
     ) -> Written<'a> {
-        Box::pin(prune_child(&self.client, t, namespace, name))
+        Box::pin(prune_child(&self.client, self.mode, t, namespace, name))
     }
 
     fn delete_unchanged<'a>(
@@ -188,6 +206,7 @@ impl Cluster for KubeCluster {
     ) -> BoxFuture<'a, Result<Deletion, WriteError>> {
         Box::pin(delete_unchanged(
             &self.client,
+            self.mode,
             t,
             namespace,
             name,
@@ -233,6 +252,9 @@ impl Cluster for KubeCluster {
 
     fn event<'a>(&'a self, cr: &'a CrRef, event: &'a Event) -> Written<'a> {
         Box::pin(async move {
+            if self.mode == Mode::DryRun {
+                return Ok(());
+            }
             let reference = ObjectReference {
                 api_version: Some(self.cr_resource.api_version.clone()),
                 kind: Some(self.cr_resource.kind.clone()),

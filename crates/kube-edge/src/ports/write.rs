@@ -227,12 +227,13 @@ pub fn mark_managed(obj: &mut Value, managed_by: &str, since: String) {
 /// The API server refused the apply (conflict without force, validation, RBAC).
 pub async fn apply_child(
     client: &Client,
+    mode: Mode,
     t: &ChildType,
     child: &DesiredChild,
     object: &Value,
     force: bool,
 ) -> Result<DynamicObject, WriteError> {
-    let mut params = PatchParams::apply(FIELD_MANAGER);
+    let mut params = mode.patch(PatchParams::apply(FIELD_MANAGER));
     params.force = force;
     let mut at = t.clone();
     if child.managed.version != at.resource.version {
@@ -277,11 +278,13 @@ pub async fn existing(
 /// The API server refused the delete.
 pub async fn prune_child(
     client: &Client,
+    mode: Mode,
     t: &ChildType,
     namespace: Option<&str>,
     name: &str,
 ) -> Result<(), WriteError> {
-    delete_child(client, t, namespace, name, &DeleteParams::background())
+    let params = mode.delete(DeleteParams::background());
+    delete_child(client, t, namespace, name, &params)
         .await
         .map(drop)
 }
@@ -304,13 +307,14 @@ pub enum Deletion {
 /// The API server refused the delete.
 pub async fn delete_unchanged(
     client: &Client,
+    mode: Mode,
     t: &ChildType,
     namespace: Option<&str>,
     name: &str,
     uid: &str,
     resource_version: Option<&str>,
 ) -> Result<Deletion, WriteError> {
-    let mut params = DeleteParams::background();
+    let mut params = mode.delete(DeleteParams::background());
     params.preconditions = Some(Preconditions {
         uid: Some(uid.to_string()),
         resource_version: resource_version.map(str::to_string),
@@ -344,9 +348,31 @@ async fn delete_child(
     }
 }
 
+/// Whether a write is made, or only checked: a server-side dry run (`dryRun=All`) goes through
+/// admission, schema validation and RBAC like the write itself, and stores nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mode {
+    #[default]
+    Apply,
+    DryRun,
+}
+
+impl Mode {
+    fn patch(self, mut params: PatchParams) -> PatchParams {
+        params.dry_run = self == Mode::DryRun;
+        params
+    }
+
+    fn delete(self, mut params: DeleteParams) -> DeleteParams {
+        params.dry_run = self == Mode::DryRun;
+        params
+    }
+}
+
 /// Where a CR's writes go: the client and the URL of its collection.
 pub struct CrAt<'a> {
     pub client: &'a Client,
+    pub mode: Mode,
     /// `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`.
     pub url: String,
     pub name: &'a str,
@@ -374,7 +400,7 @@ pub async fn patch_status(at: &CrAt<'_>, patch: &Value) -> Result<(), WriteError
     let request = kube::core::Request::new(&at.url).patch_subresource(
         "status",
         at.name,
-        &PatchParams::default(),
+        &at.mode.patch(PatchParams::default()),
         &Patch::Merge(patch),
     );
     send(at.client, request)
@@ -414,7 +440,7 @@ pub async fn patch_finalizers(
 async fn merge(at: &CrAt<'_>, patch: &Value) -> Result<(), kube::Error> {
     let request = kube::core::Request::new(&at.url).patch(
         at.name,
-        &PatchParams::default(),
+        &at.mode.patch(PatchParams::default()),
         &Patch::Merge(patch),
     );
     send(at.client, request).await

@@ -32,7 +32,7 @@ use call::ask;
 pub(crate) use call::{probe, probe_request, probe_send};
 pub(crate) use exchange::Exchange;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
-pub(crate) use plan::Plan;
+pub(crate) use plan::{Fate, Plan};
 pub(crate) use record::{last_seal, record_failure};
 pub(crate) use sweep::{Swept, sweep};
 

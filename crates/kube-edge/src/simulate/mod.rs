@@ -22,7 +22,7 @@ mod check;
 pub(crate) mod memory;
 mod probe;
 mod types;
-mod world;
+pub(crate) mod world;
 
 pub use crate::auth::OfflineSecrets;
 pub use check::{Checked, check};

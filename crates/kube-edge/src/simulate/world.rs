@@ -26,7 +26,7 @@ use crate::controller::{
 use crate::entry::Hooks;
 use crate::entry::{EntryContext, EntryError};
 use crate::error::ReconcileError;
-use crate::ports::{Tap, Timed, Transport, for_remote};
+use crate::ports::{Cluster, Tap, Timed, Transport, for_remote};
 use crate::process::Process;
 use crate::reconcile::Success;
 
@@ -85,29 +85,19 @@ impl SimEntry {
                     .ok()
             })
             .collect();
-        let now = Instant::now();
-        for event in relist(crs) {
-            if let Some(step) = self.observer.cr(&event) {
-                self.state.handle(Input::Cr(step), now);
-            }
-        }
-        for type_index in 0..self.ctx().children.len() {
-            let objects: Vec<DynamicObject> = self
-                .memory
-                .children_of_type(&self.ctx().children[type_index])
-                .into_iter()
-                .filter_map(|v| serde_json::from_value(v).ok())
-                .collect();
-            for event in relist(objects) {
-                let step = self.observer.child(type_index, &event);
-                let input = Input::Child {
-                    type_index,
-                    scope: 0,
-                    step,
-                };
-                self.state.handle(input, now);
-            }
-        }
+        let children = self
+            .ctx()
+            .children
+            .iter()
+            .map(|t| {
+                self.memory
+                    .children_of_type(t)
+                    .into_iter()
+                    .filter_map(|v| serde_json::from_value(v).ok())
+                    .collect()
+            })
+            .collect();
+        relist_into(&mut self.state, &self.observer, crs, children);
     }
 
     /// The keys to reconcile this cycle, sorted: what the index triggered, and in a resync
@@ -130,6 +120,33 @@ impl SimEntry {
             .handle(Input::Finished(Box::new(finished)), Instant::now());
         self.worker.flush_lane(&self.state.lane()).await;
         outcome
+    }
+}
+
+/// Delivers `crs` and each child type's `children` (by type index) to `state`, as the re-list
+/// of every watch would.
+pub(crate) fn relist_into(
+    state: &mut EntryState,
+    observer: &Observer,
+    crs: Vec<DynamicObject>,
+    children: Vec<Vec<DynamicObject>>,
+) {
+    let now = Instant::now();
+    for event in relist(crs) {
+        if let Some(step) = observer.cr(&event) {
+            state.handle(Input::Cr(step), now);
+        }
+    }
+    for (type_index, objects) in children.into_iter().enumerate() {
+        for event in relist(objects) {
+            let step = observer.child(type_index, &event);
+            let input = Input::Child {
+                type_index,
+                scope: 0,
+                step,
+            };
+            state.handle(input, now);
+        }
     }
 }
 
@@ -226,47 +243,66 @@ pub(crate) fn build_entries(
             .with_hooks(hooks, related),
         );
         let memory = Arc::new(MemoryCluster::default());
-        let mut writers = Vec::new();
-        let mut scopes = Vec::new();
-        for _ in &ctx.children {
-            let objects = CacheWriter::new();
-            scopes.push(vec![ScopeCaches {
-                scope: None,
-                objects: objects.reader(),
-                holders: None,
-            }]);
-            writers.push(vec![ScopeWriter { objects }]);
-        }
-        let live = Arc::new(LiveView { scopes });
-        let state = EntryState::new(
-            ctx.clone(),
-            process.clone(),
-            CacheWriter::new(),
-            writers,
-            live.clone(),
-        );
-        // Nothing reads its inputs: the simulation hands the entry its events itself.
-        let (inputs, _) = tokio::sync::mpsc::unbounded_channel();
-        process.registry.register(name, published(&state, inputs));
-        let worker = Worker {
-            ctx: ctx.clone(),
-            cluster: memory.clone(),
-            transport: timed.clone(),
-            live,
-            process: process.clone(),
-        };
+        let (state, worker, observer) =
+            assemble(ctx, memory.clone(), timed.clone(), process.clone());
+        process
+            .registry
+            .register(name, published(&state, inputs_nobody_reads()));
         entries.insert(
             name.clone(),
             SimEntry {
                 state,
                 worker,
-                observer: Observer::new(ctx),
+                observer,
                 memory,
                 timed,
             },
         );
     }
     Ok(entries)
+}
+
+/// An entry's loop state, its worker over `cluster` and `transport`, and the observer that
+/// turns watch events into the loop's inputs: one cache scope per child type, no holder
+/// caches (who holds a name is asked of the cluster).
+pub(crate) fn assemble(
+    ctx: Arc<EntryContext>,
+    cluster: Arc<dyn Cluster>,
+    transport: Arc<dyn Transport>,
+    process: Arc<Process>,
+) -> (EntryState, Worker, Observer) {
+    let mut writers = Vec::new();
+    let mut scopes = Vec::new();
+    for _ in &ctx.children {
+        let objects = CacheWriter::new();
+        scopes.push(vec![ScopeCaches {
+            scope: None,
+            objects: objects.reader(),
+            holders: None,
+        }]);
+        writers.push(vec![ScopeWriter { objects }]);
+    }
+    let live = Arc::new(LiveView { scopes });
+    let state = EntryState::new(
+        ctx.clone(),
+        process.clone(),
+        CacheWriter::new(),
+        writers,
+        live.clone(),
+    );
+    let worker = Worker {
+        ctx: ctx.clone(),
+        cluster,
+        transport,
+        live,
+        process,
+    };
+    (state, worker, Observer::new(ctx))
+}
+
+/// The input channel of an entry whose events are handed to it directly: nothing reads it.
+pub(crate) fn inputs_nobody_reads() -> tokio::sync::mpsc::UnboundedSender<Input> {
+    tokio::sync::mpsc::unbounded_channel().0
 }
 
 /// Stores a CR as the API server would: namespace defaulted, uid, generation, resourceVersion.
