@@ -71,11 +71,17 @@ pub fn main() -> ExitCode {
         Command::Retry {
             target,
             namespace,
+            all,
+            selector,
+            rate,
             kubeconfig,
             context,
         } => crate::retry::retry(crate::retry::RetryArgs {
             target,
             namespace,
+            all,
+            selector,
+            rate,
             kubeconfig,
             context,
         }),

@@ -110,14 +110,26 @@ pub(crate) enum Command {
         #[arg(long)]
         check: bool,
     },
-    /// Reconcile a CR now: sets its `orkestra.orkspace.io/requested-at` annotation, which
-    /// makes ork start its backoff over and reconcile it at once.
+    /// Reconcile a CR now, or with --all every CR of a kind: sets each one's
+    /// `orkestra.orkspace.io/requested-at` annotation, which makes ork start its backoff over
+    /// and reconcile it at once.
     Retry {
-        /// The CR as KIND/NAME (kind, plural or Kind.group), e.g. `webapp/hello`.
+        /// The CR as KIND/NAME (kind, plural or Kind.group), e.g. `webapp/hello`; with --all
+        /// the kind alone.
         target: String,
-        /// Its namespace (default: the kubeconfig's).
+        /// Its namespace (default: the kubeconfig's; with --all, every namespace).
         #[arg(short = 'n', long)]
         namespace: Option<String>,
+        /// Every CR of the kind (after a service deploy, so that healthy CRs get its answer
+        /// now rather than at their next resync), paced by --rate.
+        #[arg(long)]
+        all: bool,
+        /// With --all: only CRs with these labels.
+        #[arg(short = 'l', long, requires = "all")]
+        selector: Option<String>,
+        /// With --all: CRs asked per second.
+        #[arg(long, default_value_t = 10.0, requires = "all")]
+        rate: f64,
         /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,

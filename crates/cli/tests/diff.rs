@@ -1,5 +1,6 @@
-//! `ork diff` against the local cluster (SPEC §19): a candidate endpoint's answers for every
-//! live CR, rehearsed with server-side dry runs; nothing written.
+//! Changing a reconciler safely, against the local cluster (SPEC §19): `ork diff` (a candidate
+//! endpoint's answers for every live CR, rehearsed with server-side dry runs; nothing written)
+//! and `ork retry --all`.
 
 mod common;
 
@@ -334,6 +335,20 @@ async fn a_candidate_dropping_a_child_exits_1_naming_the_cr_and_the_child_beside
     );
     ensure!(report["entries"][0]["totals"]["losing"] == 1, "{report}");
 
+    // A candidate that refuses connections: every CR refused, named, exit 1.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let url = format!("http://{closed}/reconcile");
+    let out = ork_diff(&["-k", path(&katalog)?, "--endpoint", &url]).await?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    ensure!(out.status.code() == Some(1), "{text}");
+    for name in ["one", "two"] {
+        ensure!(
+            text.contains(&format!("WebApp {}/{name}: refused (", ns.name)),
+            "{text}"
+        );
+    }
+    ensure!(text.contains("2 refused"), "{text}");
+
     // A selector that matches nothing says so, and exits 0.
     let out = ork_diff(&["-k", path(&katalog)?, "-l", "nothing=here"]).await?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -359,4 +374,87 @@ async fn api(client: &Client, ns: &str, kind: &str) -> Result<Api<DynamicObject>
 
 fn path(p: &std::path::Path) -> Result<&str> {
     p.to_str().context("a UTF-8 path")
+}
+
+#[tokio::test]
+async fn retry_all_reconciles_every_selected_cr_once() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::create(&client).await?;
+    let svc = FakeService::start(|req| {
+        let name = req["object"]["metadata"]["name"].as_str().unwrap_or("x");
+        Reply::ok(
+            json!({"result": "ok", "resources": [{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("{name}-a")}, "data": {"k": "v"}}]}),
+        )
+    })
+    .await?;
+    let (client, _ork) =
+        common::start_katalog(&ns, &configmap_katalog(&ns.name, &svc.url, 2, "")).await?;
+    let names = ["r1", "r2", "r3", "r4", "r5"];
+    for name in names {
+        create_webapp(&client, &ns.name, name, "nginx:1").await?;
+    }
+    // One more, left out by the selector.
+    apply_yaml(
+        &client,
+        "apiVersion: demo.ork.dev/v1\nkind: WebApp\nmetadata: {name: other, labels: {tier: other}}\nspec: {image: nginx, replicas: 1}\n",
+        &ns.name,
+    )
+    .await?;
+    let apps = webapps(&client, &ns.name).await?;
+    for name in names.iter().chain(&["other"]) {
+        wait_ready(&apps, name, "True").await?;
+    }
+    let calls = |name: &str| {
+        svc.received()
+            .iter()
+            .filter(|r| r.body["object"]["metadata"]["name"] == name)
+            .count()
+    };
+    let before: Vec<usize> = names.iter().map(|n| calls(n)).collect();
+    let other_before = calls("other");
+
+    let ns_name = ns.name.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_ork"))
+            .args([
+                "retry",
+                "webapps",
+                "--all",
+                "-l",
+                "tier!=other",
+                "--rate",
+                "20",
+                "-n",
+            ])
+            .arg(&ns_name)
+            .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+            .output()
+    })
+    .await??;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    ensure!(
+        out.status.success() && text.contains("5 webapps: reconcile requested"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each selected CR is called again, once; the one left out is not.
+    wait_for("a call for each selected CR", WAIT, || async {
+        names
+            .iter()
+            .zip(&before)
+            .all(|(n, b)| calls(n) > *b)
+            .then_some(())
+    })
+    .await?;
+    let after: Vec<usize> = names.iter().map(|n| calls(n)).collect();
+    ensure!(
+        after.iter().zip(&before).all(|(a, b)| *a == b + 1),
+        "once each: {before:?} → {after:?}"
+    );
+    ensure!(
+        calls("other") == other_before,
+        "the unselected CR was not asked"
+    );
+    Ok(())
 }

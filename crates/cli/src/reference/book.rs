@@ -246,12 +246,18 @@ pub fn commands(text: &str, transcript: bool) -> Vec<Vec<String>> {
         let mut quote: Option<char> = None;
         let mut chars = line.chars().peekable();
         let mut has_word = false;
-        let flush = |word: &mut String, has_word: &mut bool, words: &mut Vec<String>| {
-            if *has_word {
-                words.push(std::mem::take(word));
-                *has_word = false;
-            }
-        };
+        // The word after a redirection (`> file`, `2>&1` aside) is a file, not an argument.
+        let mut target = false;
+        let flush =
+            |word: &mut String, has_word: &mut bool, words: &mut Vec<String>, target: &mut bool| {
+                if *has_word {
+                    let w = std::mem::take(word);
+                    if !std::mem::take(target) {
+                        words.push(w);
+                    }
+                    *has_word = false;
+                }
+            };
         while let Some(c) = chars.next() {
             match (quote, c) {
                 (Some(q), c) if c == q => quote = None,
@@ -261,9 +267,31 @@ pub fn commands(text: &str, transcript: bool) -> Vec<Vec<String>> {
                     has_word = true;
                 }
                 (None, '#') if !has_word => break,
-                (None, c) if c.is_whitespace() => flush(&mut word, &mut has_word, &mut words),
+                (None, c) if c.is_whitespace() => {
+                    flush(&mut word, &mut has_word, &mut words, &mut target);
+                }
+                (None, '>' | '<') => {
+                    // `2>`: the digit is the redirection's, not a word.
+                    if word.chars().all(|c| c.is_ascii_digit()) {
+                        word.clear();
+                        has_word = false;
+                    }
+                    flush(&mut word, &mut has_word, &mut words, &mut target);
+                    while matches!(chars.peek(), Some('>')) {
+                        chars.next();
+                    }
+                    if chars.peek() == Some(&'&') {
+                        // `>&1`: onto another descriptor, no file.
+                        chars.next();
+                        while matches!(chars.peek(), Some(c) if c.is_ascii_digit()) {
+                            chars.next();
+                        }
+                    } else {
+                        target = true;
+                    }
+                }
                 (None, ';' | '|' | '&') => {
-                    flush(&mut word, &mut has_word, &mut words);
+                    flush(&mut word, &mut has_word, &mut words, &mut target);
                     if matches!(chars.peek(), Some('|' | '&')) {
                         chars.next();
                     }
@@ -277,7 +305,7 @@ pub fn commands(text: &str, transcript: bool) -> Vec<Vec<String>> {
                 }
             }
         }
-        flush(&mut word, &mut has_word, &mut words);
+        flush(&mut word, &mut has_word, &mut words, &mut target);
         if !words.is_empty() {
             out.push(words);
         }
@@ -555,6 +583,13 @@ mod tests {
                 true
             ),
             [vec!["ork", "explain", "webapp/hello", "--json"]]
+        );
+        assert_eq!(
+            commands(
+                "ork diff --json > d.json 2>&1; ork check 2> err.txt\n",
+                false
+            ),
+            [vec!["ork", "diff", "--json"], vec!["ork", "check"]]
         );
     }
 }
