@@ -457,3 +457,127 @@ pub fn render(report: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn cr(status: Value, labels: Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "demo.ork.dev/v1", "kind": "WebApp",
+            "metadata": {"name": "a", "namespace": "ns", "labels": labels,
+                         "finalizers": ["orkestra.orkspace.io/remote-finalizer"]},
+            "status": status
+        }))
+        .expect("a CR")
+    }
+
+    #[test]
+    fn a_status_patch_shows_the_fields_and_conditions_it_changes_not_their_times() {
+        let cr = cr(
+            json!({"phase": "Ready", "conditions": [
+                {"type": "Ready", "status": "True", "reason": "Reconciled", "lastTransitionTime": "t1"}
+            ]}),
+            json!({}),
+        );
+        let journal = [Rehearsed::Status(
+            json!({"status": {"phase": "Degraded", "conditions": [
+                {"type": "Ready", "status": "False", "reason": "AnswerRejected", "lastTransitionTime": "t2"}
+            ]}}),
+        )];
+        assert_eq!(
+            status(&cr, &journal),
+            [
+                r#"status.conditions.Ready.reason: "Reconciled" → "AnswerRejected""#,
+                r#"status.conditions.Ready.status: "True" → "False""#,
+                r#"status.phase: "Ready" → "Degraded""#,
+            ]
+        );
+        // A patch that only moves a condition's time is no change.
+        let journal = [Rehearsed::Status(json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "Reconciled", "lastTransitionTime": "t3"}
+        ]}}))];
+        assert!(status(&cr, &journal).is_empty());
+        assert!(status(&cr, &[]).is_empty());
+    }
+
+    #[test]
+    fn metadata_shows_a_user_s_labels_and_the_finalizers_not_ork_s_bookkeeping() {
+        let cr = cr(json!({}), json!({"tier": "web"}));
+        let mut patch = Map::new();
+        patch.insert(
+            "labels".into(),
+            json!({"tier": "api", "orkestra.orkspace.io/managed-by": "k"}),
+        );
+        patch.insert(
+            "annotations".into(),
+            json!({"orkestra.orkspace.io/metrics": "{}"}),
+        );
+        let journal = [
+            Rehearsed::Metadata(patch),
+            Rehearsed::Finalizers(vec![]),
+            Rehearsed::Event {
+                warning: false,
+                reason: "Reconciled".into(),
+                note: None,
+            },
+        ];
+        assert_eq!(
+            metadata(&cr, &journal),
+            [
+                r#"metadata.labels.tier: "web" → "api""#,
+                r#"metadata.finalizers: ["orkestra.orkspace.io/remote-finalizer"] → []"#,
+            ]
+        );
+    }
+
+    fn line(key: &str, verdict: Verdict, children: Vec<ChildChange>) -> CrDiff {
+        CrDiff {
+            verdict,
+            children,
+            ..CrDiff::skipped(key.into(), String::new())
+        }
+    }
+
+    #[test]
+    fn the_text_lists_what_changes_counts_the_rest_and_a_prune_fails_the_report() {
+        let prune = ChildChange {
+            action: Action::Prune,
+            kind: "ConfigMap".into(),
+            namespace: Some("ns".into()),
+            name: "old".into(),
+            fields: vec![],
+        };
+        let update = ChildChange {
+            action: Action::Update,
+            fields: vec!["data.k: \"a\" → \"b\"".into()],
+            name: "new".into(),
+            ..prune.clone()
+        };
+        let crs = vec![
+            line("ns/same", Verdict::Unchanged, vec![]),
+            line("ns/moved", Verdict::Changed, vec![update]),
+            line("ns/lost", Verdict::Changed, vec![prune]),
+        ];
+        let report = Report {
+            entries: vec![EntryDiff {
+                entry: "webapp".into(),
+                kind: "WebApp".into(),
+                service: "http://127.0.0.1:1/reconcile".into(),
+                selector: None,
+                totals: Totals::of(&crs),
+                crs,
+            }],
+        };
+        assert!(report.failed());
+        assert_eq!(
+            render(&report),
+            "entry webapp (WebApp) against http://127.0.0.1:1/reconcile\n  \
+             WebApp ns/moved: changes\n    ~ update ConfigMap ns/new\n        data.k: \"a\" → \"b\"\n  \
+             WebApp ns/lost: would lose a child\n    - prune ConfigMap ns/old\n  \
+             3 CRs: 1 unchanged, 2 with changes, 0 refused, 1 losing a child, 0 skipped\n"
+        );
+    }
+}
