@@ -170,10 +170,9 @@ impl RbacPlan {
     pub fn derive(katalog: &Katalog, katalog_path: &Path, namespace: &str) -> Result<RbacPlan> {
         if let Some(u) = unresolved(katalog).first() {
             bail!(
-                "{}: spec.crds.{}.operatorBox.reconcile.remote.managedResources[{}]: the plural of {} is only known to the API server, and RBAC names resources by plural\n    hint: add `plural:` (the CRD's spec.names.plural)",
+                "{}: {}: the plural of {} is only known to the API server, and RBAC names resources by plural\n    hint: add `plural:` (the CRD's spec.names.plural)",
                 katalog_path.display(),
-                u.entry,
-                u.index,
+                u.path,
                 u.what
             );
         }

@@ -21,6 +21,8 @@ pub enum Reason {
     /// An object the CR's related-objects rules select changed (a Metacontroller
     /// controller's customize hook, SPEC §15).
     Related,
+    /// An object one of the CR's inputs read changed, appeared or went (SPEC §20).
+    Input,
     /// Someone asked for a reconcile now (`ork retry`, the `requested-at` annotation): the
     /// backoff starts over.
     Manual,
@@ -43,6 +45,7 @@ impl Reason {
                 | Reason::Update
                 | Reason::Child
                 | Reason::Related
+                | Reason::Input
                 | Reason::Manual
                 | Reason::Written
         )
@@ -63,6 +66,7 @@ impl Reason {
             Reason::Requeue => "requeue",
             Reason::Retry => "retry",
             Reason::Related => "related",
+            Reason::Input => "input",
             Reason::Gained => "gained",
             Reason::Manual => "manual",
             Reason::Written => "written",

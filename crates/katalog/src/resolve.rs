@@ -294,6 +294,15 @@ fn bind(entry: &mut CrdEntry, notes: &SharedNotes) {
             t.bind(notes);
         }
     }
+    for input in &mut ob.observe.inputs {
+        for t in input
+            .match_name
+            .iter_mut()
+            .chain(input.match_labels.values_mut())
+        {
+            t.bind(notes);
+        }
+    }
     if let Some(remote) = ob.reconcile.remote.as_mut() {
         remote.notes = Some(notes.clone());
         if let Some(t) = remote.endpoint.as_mut() {

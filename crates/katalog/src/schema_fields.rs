@@ -118,6 +118,15 @@ fn reads(ep: &str, entry: &CrdEntry) -> Vec<(String, Read)> {
             out.push((format!("{sp}.labels.{k}"), template(t)));
         }
     }
+    for (i, input) in ob.observe.inputs.iter().enumerate() {
+        let ip = format!("{bp}.observe.inputs[{i}]");
+        if let Some(t) = &input.match_name {
+            out.push((format!("{ip}.matchName"), template(t)));
+        }
+        for (k, t) in &input.match_labels {
+            out.push((format!("{ip}.matchLabels.{k}"), template(t)));
+        }
+    }
     out
 }
 

@@ -149,6 +149,23 @@ pub async fn resolve(
     Ok((found.resource, found.namespaced))
 }
 
+/// Resolves `api_version` (`group/version`, or `v1`) and `kind`: the resource and whether it
+/// is namespaced.
+///
+/// # Errors
+/// Discovery failed, or the API server does not serve the type.
+pub async fn resolve_kind(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<(ApiResource, bool), DiscoveryError> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let found = find_named(client, group, Some(version), Name::Kind(kind))
+        .await?
+        .ok_or_else(|| DiscoveryError::NotServed(format!("{api_version} {kind}")))?;
+    Ok((found.resource, found.namespaced))
+}
+
 /// Waits (logging every 10 s) until the CR type is served: a CRD applied after ork starts is
 /// picked up instead of failing or hot-looping. Returns the resource and whether it is namespaced.
 ///

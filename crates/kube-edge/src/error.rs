@@ -46,7 +46,12 @@ const VALIDATION_FAILED: Reason = reason(
 const REQUEST_FAILED: Reason = reason(
     "RequestFailed",
     false,
-    "The request could not be built: a template, `args` or an `observe.cross` selector failed.",
+    "The request could not be built: a template, `args`, an `observe.cross` selector or an input failed (a template, a rendered name that is no name, over the size limit).",
+);
+const INPUT_MISSING: Reason = reason(
+    "InputMissing",
+    false,
+    "An input the entry needs (`observe.inputs`, not `optional`) does not exist; the service is called once it does.",
 );
 const SERVICE_TIMEOUT: Reason = reason(
     "ServiceTimeout",
@@ -119,6 +124,7 @@ pub const REASONS: &[&Reason] = &[
     &UNDECODABLE,
     &VALIDATION_FAILED,
     &REQUEST_FAILED,
+    &INPUT_MISSING,
     &SERVICE_TIMEOUT,
     &SERVICE_UNREACHABLE,
     &SERVICE_BUSY,
@@ -148,6 +154,11 @@ pub enum ReconcileError {
     /// An `observe.cross` selector did not render.
     #[error(transparent)]
     Cross(#[from] crate::registry::CrossError),
+    #[error(transparent)]
+    Input(#[from] crate::inputs::InputError),
+    /// Non-optional inputs that do not exist (each named, with what is missing).
+    #[error("waiting for {0}")]
+    InputMissing(String),
     /// The call produced no answer: transport, timeout, non-200, too large, command failed.
     #[error("remote reconciler: {0}")]
     CallFailed(#[from] CallFailed),
@@ -193,7 +204,10 @@ impl ReconcileError {
         match self {
             ReconcileError::Undecodable(_) => &UNDECODABLE,
             ReconcileError::Denied(_) => &VALIDATION_FAILED,
-            ReconcileError::Request(_) | ReconcileError::Cross(_) => &REQUEST_FAILED,
+            ReconcileError::Request(_) | ReconcileError::Cross(_) | ReconcileError::Input(_) => {
+                &REQUEST_FAILED
+            }
+            ReconcileError::InputMissing(_) => &INPUT_MISSING,
             ReconcileError::CallFailed(CallFailed::Call(c)) => match c {
                 C::Timeout { .. } | C::ExecTimeout { .. } => &SERVICE_TIMEOUT,
                 C::Connect { .. } | C::ExecSpawn { .. } => &SERVICE_UNREACHABLE,
@@ -268,6 +282,8 @@ impl ReconcileError {
                 | ReconcileError::Denied(_)
                 | ReconcileError::Request(_)
                 | ReconcileError::Cross(_)
+                | ReconcileError::Input(_)
+                | ReconcileError::InputMissing(_)
         )
     }
 

@@ -24,6 +24,7 @@ pub mod error;
 pub mod event_reasons;
 mod fnv;
 mod index;
+mod inputs;
 pub mod install;
 pub mod labels;
 pub mod leader;

@@ -24,12 +24,12 @@ pub struct Rule {
     pub namespace: Option<String>,
 }
 
-/// A managed resource whose plural is not known without the API server: RBAC cannot name it.
+/// A managed resource or input whose plural is not known without the API server: RBAC cannot
+/// name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unresolved {
-    pub entry: String,
-    /// Its index in `managedResources`.
-    pub index: usize,
+    /// Its path in the Katalog (`spec.crds.web.operatorBox.observe.inputs[0]`).
+    pub path: String,
     /// `group/Kind`.
     pub what: String,
 }
@@ -38,6 +38,7 @@ const CR_VERBS: [&str; 5] = ["get", "list", "watch", "update", "patch"];
 const CHILD_VERBS: [&str; 7] = [
     "get", "list", "watch", "create", "update", "patch", "delete",
 ];
+/// Reading: a credential's Secret, an input's objects.
 const SECRET_VERBS: [&str; 3] = ["get", "list", "watch"];
 /// Installing a CRD from `crdFile` by server-side apply: a create by apply is authorised with
 /// the object's name, so `create` scoped by `resourceNames` is enough (a POST would not be).
@@ -74,14 +75,23 @@ fn plural_of(m: &ManagedResource) -> Option<String> {
 pub fn unresolved(katalog: &Katalog) -> Vec<Unresolved> {
     let mut out = Vec::new();
     for (name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
+        for (index, input) in entry.operator_box.observe.inputs.iter().enumerate() {
+            if input.plural().is_none() {
+                out.push(Unresolved {
+                    path: format!("spec.crds.{name}.operatorBox.observe.inputs[{index}]"),
+                    what: input.describe_type(),
+                });
+            }
+        }
         let Some(remote) = &entry.operator_box.reconcile.remote else {
             continue;
         };
         for (index, m) in remote.managed_resources.iter().enumerate() {
             if plural_of(m).is_none() {
                 out.push(Unresolved {
-                    entry: name.clone(),
-                    index,
+                    path: format!(
+                        "spec.crds.{name}.operatorBox.reconcile.remote.managedResources[{index}]"
+                    ),
                     what: m.describe(),
                 });
             }
@@ -154,6 +164,9 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     // namespace → Secret names (always literal: a templated name is refused at load).
     let mut secrets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut crds: BTreeSet<String> = BTreeSet::new();
+    // (namespace, group, plural) an input reads → the names it reads (`None`: any name).
+    let mut reads: BTreeMap<(Option<String>, String, String), Option<BTreeSet<String>>> =
+        BTreeMap::new();
     let mut marks = false;
     // Child types that are cluster-scoped entries of this Katalog.
     let cluster_entries: BTreeSet<(&str, &str)> = katalog
@@ -192,6 +205,32 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
         }
         if entry.crd_file.is_some() {
             crds.insert(format!("{}.{}", t.plural, t.group));
+        }
+        for input in &entry.operator_box.observe.inputs {
+            let Some(plural) = input.plural() else {
+                continue;
+            };
+            let scopes: Vec<Option<String>> = match &input.namespace {
+                _ if input.cluster_scoped() => vec![None],
+                Some(ns) => vec![Some(ns.clone())],
+                None => homes.clone(),
+            };
+            let name = input
+                .match_name
+                .as_ref()
+                .filter(|t| t.is_literal())
+                .map(|t| t.source().to_string());
+            for scope in scopes {
+                let names = reads
+                    .entry((scope, input.group().to_string(), plural.clone()))
+                    .or_insert_with(|| Some(BTreeSet::new()));
+                match (&name, names.as_mut()) {
+                    (Some(n), Some(names)) => {
+                        names.insert(n.clone());
+                    }
+                    _ => *names = None,
+                }
+            }
         }
         let Some(remote) = &entry.operator_box.reconcile.remote else {
             continue;
@@ -270,8 +309,29 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
         .collect();
     children
         .sort_by(|a, b| (a.0.is_some(), &a.0, &a.1, &a.2).cmp(&(b.0.is_some(), &b.0, &b.1, &b.2)));
+    let mut child_rules: BTreeSet<(Option<String>, String, String)> = BTreeSet::new();
     for (ns, group, plural) in children {
+        child_rules.insert((ns.clone(), group.clone(), plural.clone()));
         out.push(rule(&group, vec![plural], &child_verbs(), ns));
+    }
+    // The inputs' reads: by name where every input of the type there names a literal object
+    // (a watch narrowed to one name is authorised by it); a cluster-wide read covers the
+    // namespaced ones of the same type; what ork also writes as a child, it may read already.
+    let wide: BTreeSet<(String, String)> = reads
+        .iter()
+        .filter(|((ns, _, _), names)| ns.is_none() && names.is_none())
+        .map(|((_, g, p), _)| (g.clone(), p.clone()))
+        .collect();
+    for ((ns, group, plural), names) in reads {
+        let t = (group, plural);
+        let child = |at: Option<String>| child_rules.contains(&(at, t.0.clone(), t.1.clone()));
+        if child(None) || child(ns.clone()) || (ns.is_some() && wide.contains(&t)) {
+            continue;
+        }
+        out.push(Rule {
+            resource_names: names.map(|n| n.into_iter().collect()).unwrap_or_default(),
+            ..rule(&t.0, vec![t.1.clone()], &SECRET_VERBS, ns)
+        });
     }
     let mut binds: Vec<_> = binds.into_iter().collect();
     binds.sort_by(|a, b| (a.0.0.is_some(), &a.0).cmp(&(b.0.0.is_some(), &b.0)));
@@ -761,13 +821,82 @@ spec:
         assert_eq!(
             unresolved(&k),
             vec![Unresolved {
-                entry: "web".into(),
-                index: 1,
+                path: "spec.crds.web.operatorBox.reconcile.remote.managedResources[1]".into(),
                 what: "db.example.com/Database".into()
             }]
         );
         let rules = rules(&k, "ork-system", false);
         assert!(rules.iter().all(|r| r.api_group != "db.example.com"));
         assert!(unresolved(&katalog("", "")).is_empty());
+    }
+
+    #[test]
+    fn inputs_are_read_by_name_where_the_name_is_literal_and_where_they_live() {
+        let k = load(
+            r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: t}
+spec:
+  crds:
+    web:
+      namespace: team
+      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}
+      operatorBox:
+        observe:
+          inputs:
+            - {name: registry, apiVersion: v1, kind: Secret, matchName: pull-token, namespace: shared, values: true}
+            - {name: db, apiVersion: v1, kind: Secret, matchName: "{{ .spec.db }}", values: true}
+            - {name: settings, apiVersion: v1, kind: ConfigMap, matchLabels: {team: "{{ .metadata.name }}"}}
+            - {name: home, apiVersion: v1, kind: Namespace, matchName: team}
+            - {name: plan, apiVersion: plans.example.com/v1, kind: Plan, matchName: "{{ .spec.plan }}"}
+        reconcile:
+          default: false
+          remote:
+            endpoint: "http://127.0.0.1:1/r"
+"#,
+        );
+        let rules = rules(&k, "ork-system", false);
+        let reads = |res: &str| -> Vec<(Option<String>, Vec<String>, Vec<&str>)> {
+            find(&rules, "", res)
+                .iter()
+                .map(|r| {
+                    (
+                        r.namespace.clone(),
+                        r.resource_names.clone(),
+                        r.verbs.clone(),
+                    )
+                })
+                .collect()
+        };
+        let read = vec!["get", "list", "watch"];
+        assert_eq!(
+            reads("secrets"),
+            vec![
+                (
+                    Some("shared".into()),
+                    vec!["pull-token".into()],
+                    read.clone()
+                ),
+                (Some("team".into()), vec![], read.clone()),
+            ],
+            "a literal name is read by name, a templated one in the CRs' namespace"
+        );
+        assert_eq!(
+            reads("configmaps"),
+            vec![(Some("team".into()), vec![], read.clone())]
+        );
+        assert_eq!(
+            reads("namespaces"),
+            vec![(None, vec!["team".into()], read.clone())],
+            "a cluster-scoped type is read cluster-wide, by name"
+        );
+        assert_eq!(
+            unresolved(&k),
+            vec![Unresolved {
+                path: "spec.crds.web.operatorBox.observe.inputs[4]".into(),
+                what: "plans.example.com/Plan".into()
+            }],
+            "a CRD's plural is asked for, not guessed"
+        );
     }
 }

@@ -47,6 +47,11 @@ pub struct Prepared {
     /// The entry's `observe.cross` objects, under each item's `as`: one object (or `null`)
     /// for a `name` selector, else a list; `null` while the other entry is not running.
     pub cross: BTreeMap<String, Value>,
+    /// The entry's `observe.inputs`, under each input's `name`: one object (or `null`) for a
+    /// `matchName` input, else a list, without `managedFields`; a Secret without its `data`
+    /// unless the input says `values: true`. Absent when the entry declares no input.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, Value>,
     /// Each sentinel the entry declares, `true` when the CR change behind this call changed
     /// what it watches (all `true` for a CR ork had not seen); empty for a call no CR change
     /// queued (a resync, a child, a retry).

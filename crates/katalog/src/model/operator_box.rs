@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::gates::{PreReconcile, ValidationRules};
+use super::inputs::Input;
 use super::reconcile::Reconcile;
 use crate::template::Template;
 
@@ -43,13 +44,18 @@ pub struct RuntimeBox {
     pub restricted_namespaces: Vec<String>,
 }
 
-/// `operatorBox.observe`: what of other entries the service sees.
+/// `operatorBox.observe`: what the service sees besides the CR and its children.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Observe {
     /// Each item sends another entry's CRs in `prepared.cross`, under its `as`.
     #[serde(default)]
     pub cross: Vec<CrossRef>,
+    /// Objects of any type the service needs (Secrets, ConfigMaps, other CRs, cluster-scoped
+    /// objects), in `prepared.inputs` under each item's `name`; ork watches them, and a change
+    /// reconciles exactly the CRs that read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<Input>,
 }
 
 /// Objects of another Katalog entry sent to the service in `prepared.cross.<as>`.

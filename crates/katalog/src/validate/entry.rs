@@ -8,7 +8,7 @@ use super::findings::{Findings, Scope};
 use super::gates::{check_pre_reconcile, check_validation_rules};
 use super::metadata::check_metadata;
 use super::namespaces::check_namespace_guards;
-use super::observe::check_observe;
+use super::observe::{check_inputs, check_observe};
 use super::reconcile::check_reconcile;
 use crate::limits::DYNAMIC_MODE;
 use crate::model::{ApiTypes, CrdEntry, Katalog};
@@ -44,6 +44,7 @@ pub(super) fn check_entry(
     check_pre_reconcile(f, &p, ob, &gates);
     check_validation_rules(f, &p, ob, &plain);
     check_observe(f, katalog, &p, ob, &plain);
+    check_inputs(f, &p, ob, &plain);
     check_reconcile(f, &p, &ob.reconcile, &plain);
 }
 

@@ -19,7 +19,7 @@ mod worker;
 pub(crate) use driver::published;
 pub(crate) use live::{LiveView, ScopeCaches};
 pub(crate) use observe::Observer;
+pub(crate) use start::{InputWatch, input_watches, start_entry, watch_scopes};
 pub use start::{RunError, RunOptions};
-pub(crate) use start::{start_entry, watch_scopes};
 pub(crate) use state::{EntryState, Input, ScopeWriter};
 pub(crate) use worker::Worker;

@@ -13,7 +13,7 @@ use super::driver::{drive_lane, published};
 use super::live::{LiveView, ScopeCaches};
 use super::observe::Observer;
 use super::state::{EntryState, ScopeWriter};
-use super::watch::{Feed, cr_watch, watch_children, watch_crs, watch_holders};
+use super::watch::{Feed, cr_watch, watch_children, watch_crs, watch_holders, watch_input};
 use super::worker::Worker;
 use crate::auth::{CredentialSource, TransportSource};
 use crate::cache::{CacheWriter, Holder};
@@ -171,7 +171,7 @@ pub(crate) async fn start_entry(
     let live = Arc::new(LiveView { scopes: caches });
     let cr_writer = CacheWriter::new();
     let cr_ready = cr_writer.reader().readiness();
-    let state = EntryState::new(
+    let mut state = EntryState::new(
         ctx.clone(),
         process.clone(),
         cr_writer,
@@ -179,6 +179,7 @@ pub(crate) async fn start_entry(
         live.clone(),
     );
     let (inputs, received) = tokio::sync::mpsc::unbounded_channel();
+    let input_watches = input_watches(&client, &ctx, &mut state).await?;
     let mut related_watch = None;
     if let (Some(related), Some(requests)) = (related, related_requests) {
         let inputs = inputs.clone();
@@ -203,6 +204,26 @@ pub(crate) async fn start_entry(
     tracing::info!(kind = %ctx.cr_resource.kind, children = ctx.children.len(), "watching");
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(watch) = related_watch {
+        tasks.spawn(watch.in_current_span());
+    }
+    let mut inputs_synced = Vec::new();
+    for w in input_watches {
+        let (synced, listed) = tokio::sync::oneshot::channel();
+        inputs_synced.push(listed);
+        let api: kube::Api<kube::core::DynamicObject> = match &w.namespace {
+            Some(ns) => kube::Api::namespaced_with(client.clone(), ns, &w.resource),
+            None => kube::Api::all_with(client.clone(), &w.resource),
+        };
+        tracing::info!(kind = %w.resource.kind, namespace = ?w.namespace, name = ?w.name, "watching an input type");
+        let watch = watch_input(
+            inputs.clone(),
+            w.type_index,
+            api,
+            w.resource,
+            w.namespace,
+            w.name,
+            synced,
+        );
         tasks.spawn(watch.in_current_span());
     }
     for (index, (type_scopes, holders)) in scopes.into_iter().zip(holder_writers).enumerate() {
@@ -237,6 +258,13 @@ pub(crate) async fn start_entry(
     // Ready once every cache holds its initial list.
     for ready in std::iter::once(cr_ready).chain(live.readiness()) {
         if ready.wait().await.is_err() {
+            return Ok(());
+        }
+    }
+    // And every input's objects: a CR is never told its input is missing because its watch
+    // had not listed it yet.
+    for listed in inputs_synced {
+        if listed.await.is_err() {
             return Ok(());
         }
     }
@@ -294,6 +322,66 @@ async fn follow(
             return;
         }
     }
+}
+
+/// One watch of an input type: where, and narrowed to which name.
+pub(crate) struct InputWatch {
+    pub type_index: usize,
+    pub resource: kube::discovery::ApiResource,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+/// The watches of the entry's input types (SPEC §20), each type resolved through discovery
+/// (and the state told its scope): a type whose inputs name the namespace it lives in is
+/// watched there, one read in the CRs' namespace where the entry lives (every namespace for
+/// an entry that lives in all), a cluster-scoped type cluster-wide; a type every input of
+/// which names one literal object is watched by that name only (so that RBAC can name it).
+pub(crate) async fn input_watches(
+    client: &Client,
+    ctx: &EntryContext,
+    state: &mut EntryState,
+) -> Result<Vec<InputWatch>, EntryError> {
+    let mut out = Vec::new();
+    for (type_index, t) in state.input_types().into_iter().enumerate() {
+        let (resource, namespaced) =
+            crate::discovery::resolve_kind(client, &t.api_version, &t.kind).await?;
+        state.set_input_namespaced(type_index, namespaced);
+        let mut namespaces: Vec<Option<String>> = Vec::new();
+        if namespaced {
+            for ns in &t.namespaces {
+                match ns {
+                    Some(ns) => namespaces.push(Some(ns.clone())),
+                    None => match ctx.entry.watched_namespaces() {
+                        Some(homes) => namespaces.extend(homes.into_iter().map(Some)),
+                        None => namespaces.push(None),
+                    },
+                }
+            }
+            if namespaces.contains(&None) {
+                namespaces = vec![None];
+            }
+            namespaces.sort();
+            namespaces.dedup();
+        } else {
+            namespaces.push(None);
+        }
+        let names: Vec<Option<String>> = match &t.literal_names {
+            Some(names) => names.iter().cloned().map(Some).collect(),
+            None => vec![None],
+        };
+        for namespace in &namespaces {
+            for name in &names {
+                out.push(InputWatch {
+                    type_index,
+                    resource: resource.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Where children of type `t` are watched: each namespace they may live in when the entry

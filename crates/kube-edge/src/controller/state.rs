@@ -25,6 +25,7 @@ use crate::cache::{Cache, CacheWriter};
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
 use crate::index::{ChildView, CrView, Effect, Index, Stray};
+use crate::inputs::{InputEvent, InputStore};
 use crate::process::Process;
 use crate::reconcile::{Done, Job, Success, Swept};
 use crate::shard_set::shard_of;
@@ -51,6 +52,13 @@ pub(crate) enum Input {
     ResyncDue { from: u64, to: u64, period: u64 },
     /// Related objects of these CRs changed (a Metacontroller customize hook's).
     Related(Vec<String>),
+    /// An event of the objects of input type `type_index` (SPEC §20).
+    Inputs {
+        type_index: usize,
+        event: InputEvent,
+        /// Fired once the event is applied (the first list of a watch: the entry may start).
+        synced: Option<oneshot::Sender<()>>,
+    },
     /// This replica now holds `shard` of `total`: each of its objects is reconciled once.
     ShardGained { total: u32, shard: u32 },
     /// The shards held changed, or leadership: look at the queue again.
@@ -122,6 +130,8 @@ pub(crate) struct EntryState {
     /// What reconciles read of the children (the same caches).
     live: Arc<LiveView>,
     index: Index,
+    /// The objects of the entry's inputs, and which CRs read which.
+    inputs: InputStore,
     schedule: Schedule,
     health: Health,
     lane: Arc<Lane>,
@@ -156,6 +166,7 @@ impl EntryState {
             published_load: watch::Sender::new(Load::default()),
             health,
             index,
+            inputs: InputStore::new(&ctx.entry.operator_box.observe.inputs),
             crs_read: crs.reader(),
             crs,
             children,
@@ -236,6 +247,19 @@ impl EntryState {
                 let keys: std::collections::HashSet<String> = keys.into_iter().collect();
                 self.enqueue_where(Reason::Related, |k| keys.contains(k));
             }
+            Input::Inputs {
+                type_index,
+                event,
+                synced,
+            } => {
+                let keys = self.inputs.event(type_index, event);
+                if !keys.is_empty() {
+                    self.enqueue_where(Reason::Input, |k| keys.contains(k));
+                }
+                if let Some(synced) = synced {
+                    let _ = synced.send(());
+                }
+            }
             Input::ShardGained { total, shard } => {
                 self.enqueue_where(Reason::Gained, |k| shard_of(k, total) == shard);
             }
@@ -292,6 +316,7 @@ impl EntryState {
                 Effect::Enqueue(key, reason) => self.schedule.add(key, reason),
                 Effect::Forget(key) => {
                     self.schedule.forget(&key);
+                    self.inputs.forget(&key);
                     self.recorder.forget(&key);
                     self.written.remove(&key);
                 }
@@ -478,11 +503,18 @@ impl EntryState {
                 Some((c, obj))
             })
             .collect();
-        let cross = if self.ctx.entry.operator_box.observe.cross.is_empty() {
-            Ok(Default::default())
-        } else {
-            let cr_json = serde_json::to_value(cr.as_ref()).unwrap_or(Value::Null);
-            self.process.registry.cross(&self.ctx.entry, &cr_json)
+        let observe = &self.ctx.entry.operator_box.observe;
+        let cr_json = (!observe.cross.is_empty() || !self.inputs.is_empty())
+            .then(|| serde_json::to_value(cr.as_ref()).unwrap_or(Value::Null));
+        let cross = match &cr_json {
+            Some(cr_json) if !observe.cross.is_empty() => {
+                self.process.registry.cross(&self.ctx.entry, cr_json)
+            }
+            _ => Ok(Default::default()),
+        };
+        let inputs = match &cr_json {
+            Some(cr_json) if !self.inputs.is_empty() => self.inputs.gather(key, cr_json),
+            _ => Ok(Default::default()),
         };
         Some(Job {
             key: key.to_string(),
@@ -492,6 +524,7 @@ impl EntryState {
             sentinels,
             children,
             cross,
+            inputs,
             health: self.health.clone(),
             count: self.recorder.reconciles(key),
             last_ok: self.recorder.last_ok(key),
@@ -686,6 +719,16 @@ impl EntryState {
             },
             "objects": objects,
         })
+    }
+
+    /// The entry's input types, as their watches are to be started.
+    pub fn input_types(&self) -> Vec<crate::inputs::InputType> {
+        self.inputs.types()
+    }
+
+    /// Discovery says whether input type `type_index` is namespaced.
+    pub fn set_input_namespaced(&mut self, type_index: usize, namespaced: bool) {
+        self.inputs.set_namespaced(type_index, namespaced);
     }
 
     /// Every CR key the index knows.

@@ -384,6 +384,73 @@ fn jittered(d: Duration) -> Duration {
     d.mul_f64(factor)
 }
 
+/// One watch of an input type (SPEC §20): the objects of `api` (a namespace or all, perhaps
+/// narrowed to one `name`), each event handed to the entry as it comes; a (re)list is handed
+/// over whole once it is complete ([`InputEvent::Reset`]), the first with `synced`, which the
+/// entry fires once it holds them.
+pub(super) async fn watch_input(
+    inputs: UnboundedSender<Input>,
+    type_index: usize,
+    api: Api<DynamicObject>,
+    resource: ApiResource,
+    namespace: Option<String>,
+    name: Option<String>,
+    synced: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut config = watcher::Config::default().page_size(LIST_PAGE);
+    if let Some(name) = &name {
+        config = config.fields(&format!("metadata.name={name}"));
+    }
+    let mut synced = Some(synced);
+    let mut listing: Vec<serde_json::Value> = Vec::new();
+    let typed = |mut o: DynamicObject| {
+        o.types = Some(TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+        o.metadata.managed_fields = None;
+        serde_json::to_value(o).unwrap_or_default()
+    };
+    let mut stream = resilient(watcher(api, config));
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(watcher::Event::Init) => {
+                listing.clear();
+                continue;
+            }
+            Ok(watcher::Event::InitApply(o)) => {
+                listing.push(typed(o));
+                continue;
+            }
+            Ok(watcher::Event::InitDone) => crate::inputs::InputEvent::Reset {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                objects: std::mem::take(&mut listing),
+            },
+            Ok(watcher::Event::Apply(o)) => crate::inputs::InputEvent::Applied(typed(o)),
+            Ok(watcher::Event::Delete(o)) => crate::inputs::InputEvent::Deleted(typed(o)),
+            Err(e) => {
+                tracing::warn!(kind = %resource.kind, error = %e, "watch of an input type failed; retrying");
+                continue;
+            }
+        };
+        let synced = match &event {
+            crate::inputs::InputEvent::Reset { .. } => synced.take(),
+            _ => None,
+        };
+        if inputs
+            .send(Input::Inputs {
+                type_index,
+                event,
+                synced,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use kube::core::Status;

@@ -26,7 +26,9 @@ use ork_katalog::{CrdEntry, Katalog, Template};
 use ork_remote::HttpTransport;
 
 use crate::auth::{CredentialSource, OfflineSecrets, TransportSource};
-use crate::controller::{EntryState, Worker, published, watch_scopes};
+use crate::controller::{
+    EntryState, Input, InputWatch, Worker, input_watches, published, watch_scopes,
+};
 use crate::discovery::resolve_managed;
 use crate::entry::{EntryContext, EntryError};
 use crate::labels::MANAGED;
@@ -294,6 +296,26 @@ impl Setup<'_> {
         let (mut state, worker, observer) =
             assemble(ctx, dry_run.clone(), transport, self.process.clone());
         relist_into(&mut state, &observer, crs, children);
+        // The inputs, listed where `ork run` watches them, as its state holds them.
+        for w in input_watches(client, &state.ctx().clone(), &mut state)
+            .await
+            .map_err(fail)?
+        {
+            let objects = list_named(client, &w, diffed)
+                .await
+                .map_err(|m| listing(w.resource.kind.clone(), m))?;
+            let event = crate::inputs::InputEvent::Reset {
+                namespace: w.namespace,
+                name: w.name,
+                objects,
+            };
+            let input = Input::Inputs {
+                type_index: w.type_index,
+                event,
+                synced: None,
+            };
+            state.handle(input, std::time::Instant::now());
+        }
         self.process
             .registry
             .register(name, published(&state, inputs_nobody_reads()));
@@ -421,6 +443,42 @@ fn cr_scopes(ctx: &EntryContext, namespace: Option<&str>) -> Vec<Option<String>>
         },
         None => watched.map_or_else(|| vec![None], |h| h.into_iter().map(Some).collect()),
     }
+}
+
+/// The objects one input watch of `ork run` would see (none for an entry not diffed), as
+/// JSON without `managedFields`.
+async fn list_named(
+    client: &Client,
+    w: &InputWatch,
+    diffed: bool,
+) -> Result<Vec<serde_json::Value>, String> {
+    if !diffed {
+        return Ok(Vec::new());
+    }
+    let api: Api<DynamicObject> = match &w.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &w.resource),
+        None => Api::all_with(client.clone(), &w.resource),
+    };
+    let mut params = ListParams::default();
+    if let Some(name) = &w.name {
+        params = params.fields(&format!("metadata.name={name}"));
+    }
+    let listed = api
+        .list(&params)
+        .await
+        .map_err(|e| crate::ports::write::message(&e))?;
+    Ok(listed
+        .items
+        .into_iter()
+        .map(|mut o| {
+            o.types = Some(TypeMeta {
+                api_version: w.resource.api_version.clone(),
+                kind: w.resource.kind.clone(),
+            });
+            o.metadata.managed_fields = None;
+            serde_json::to_value(o).unwrap_or_default()
+        })
+        .collect())
 }
 
 /// Every object of `resource` in `namespace` (everywhere when `None`) with `labels`, typed

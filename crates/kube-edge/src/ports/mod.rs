@@ -10,5 +10,7 @@ pub(crate) mod write;
 
 pub(crate) use cluster::{Cluster, CrRef, KubeCluster, Written};
 pub(crate) use tap::Tap;
-pub(crate) use transport::{CallFailed, NoTransport, ReplayError, Timed, Transport, for_remote};
+pub(crate) use transport::{
+    CallFailed, KeepsSecrets, NoTransport, ReplayError, Timed, Transport, for_remote,
+};
 pub use write::{Deletion, Owner, WriteError};

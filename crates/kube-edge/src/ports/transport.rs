@@ -232,6 +232,38 @@ impl Timed {
     }
 }
 
+/// A layer for one reconcile whose request carries Secret values (inputs with `values: true`,
+/// SPEC §20): the service's text that ork keeps or shows (a condition, an event, the flight
+/// recorder) is searched for each of them too, as for the credential.
+pub(crate) struct KeepsSecrets<'s> {
+    pub inner: &'s dyn Transport,
+    pub values: &'s [String],
+}
+
+impl Transport for KeepsSecrets<'_> {
+    fn call<'a>(
+        &'a self,
+        cr: &'a Value,
+        body: Vec<u8>,
+    ) -> BoxFuture<'a, Result<Vec<u8>, CallFailed>> {
+        self.inner.call(cr, body)
+    }
+
+    fn inner(&self) -> Option<&dyn Transport> {
+        Some(self.inner)
+    }
+
+    fn redact(&self, text: &str) -> String {
+        let mut text = self.inner.redact(text);
+        for value in self.values {
+            if text.contains(value.as_str()) {
+                text = text.replace(value.as_str(), crate::reconcile::REDACTED);
+            }
+        }
+        text
+    }
+}
+
 impl Transport for Timed {
     fn call<'a>(
         &'a self,

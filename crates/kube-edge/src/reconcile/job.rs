@@ -18,6 +18,7 @@ use super::plan::Plan;
 use crate::cache::Holder;
 use crate::error::ReconcileError;
 use crate::index::{ChildRef, OwnWrites};
+use crate::inputs::{Gathered, InputError};
 use crate::metrics::Metrics;
 use crate::packed::{Packed, Packer};
 use crate::ports::{Cluster, CrRef, Transport};
@@ -35,6 +36,8 @@ pub(crate) struct Job {
     pub children: Vec<(ChildRef, Arc<DynamicObject>)>,
     /// `prepared.cross`, or why a selector failed.
     pub cross: Result<BTreeMap<String, Value>, CrossError>,
+    /// `prepared.inputs` and what of them is missing, or why they could not be gathered.
+    pub inputs: Result<Gathered, InputError>,
     /// The entry's health (request, gates).
     pub health: Health,
     /// How many reconciles of this key ran before (for the metrics annotation).

@@ -30,10 +30,11 @@ use crate::ports::Owner;
 
 use call::ask;
 pub(crate) use call::{probe, probe_request, probe_send};
-pub(crate) use exchange::Exchange;
+pub(crate) use exchange::{Exchange, REDACTED, redact_secrets};
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use plan::{Fate, Plan};
 pub(crate) use record::{last_seal, record_failure};
+pub(crate) use request::drop_secret_values;
 pub(crate) use sweep::{Swept, sweep};
 
 /// How soon a reconcile that deleted a child to recreate it (update strategy `Recreate`) runs
@@ -42,6 +43,21 @@ const RECREATE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Runs one reconcile of `job`.
 pub(crate) async fn reconcile(ctx: &EntryContext, ports: Ports<'_>, job: &Job) -> Done {
+    // The Secret values the request carries stay out of whatever ork keeps of the answer.
+    let keeps;
+    let ports = match &job.inputs {
+        Ok(gathered) if !gathered.secrets.is_empty() => {
+            keeps = crate::ports::KeepsSecrets {
+                inner: ports.transport,
+                values: &gathered.secrets,
+            };
+            Ports {
+                transport: &keeps,
+                ..ports
+            }
+        }
+        _ => ports,
+    };
     let started = Instant::now();
     let Some(owner) = ctx.owner(&job.cr) else {
         // The API server always sets a UID; a CR without one cannot own anything.

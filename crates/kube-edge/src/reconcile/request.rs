@@ -30,6 +30,13 @@ pub(super) fn build(
     if !validation.passed {
         return Err(ReconcileError::Denied(validation.failed.join("; ")));
     }
+    let inputs = job.inputs.clone()?;
+    // A CR being deleted is not held back by an input that is gone: its finalize call gets
+    // `null` there.
+    if !finalizing && !inputs.missing.is_empty() {
+        let missing: Vec<String> = inputs.missing.iter().map(ToString::to_string).collect();
+        return Err(ReconcileError::InputMissing(missing.join("; ")));
+    }
     let request = Request {
         key: job.key.clone(),
         gvk: Gvk {
@@ -42,6 +49,7 @@ pub(super) fn build(
         prepared: Prepared {
             children: children(ctx, job),
             cross: job.cross.clone()?,
+            inputs: inputs.values,
             sentinels: job
                 .sentinels
                 .iter()
@@ -102,7 +110,7 @@ fn children(ctx: &EntryContext, job: &Job) -> BTreeMap<String, BTreeMap<String, 
 
 /// A Secret `v` without its values (`data`, `stringData`), for a service that did not ask for
 /// them (SPEC §11, §20): its name, labels and keys' absence say what it needs to know.
-pub(super) fn drop_secret_values(v: &mut Value) {
+pub(crate) fn drop_secret_values(v: &mut Value) {
     if let Value::Object(m) = v {
         m.remove("data");
         m.remove("stringData");
