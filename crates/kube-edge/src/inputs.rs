@@ -164,11 +164,10 @@ pub struct InputType {
     pub kind: String,
     /// Secret `data` kept (some input of the type says `values: true`).
     pub keep_values: bool,
-    /// Namespaces the Katalog names for this type's inputs (`None` in it: the CRs' own).
-    pub namespaces: Vec<Option<String>>,
-    /// When every input of the type names one literal object: those names, so a watch can
-    /// be narrowed to them (and RBAC to `resourceNames`).
-    pub literal_names: Option<BTreeSet<String>>,
+    /// Where the type's inputs read: each namespace the Katalog names (`None`: the CRs' own),
+    /// with the names read there when every input reading there names one literal object
+    /// (so a watch can be narrowed to them, and RBAC to `resourceNames`).
+    pub scopes: Vec<(Option<String>, Option<BTreeSet<String>>)>,
 }
 
 impl InputStore {
@@ -219,27 +218,33 @@ impl InputStore {
                     .filter(|(_, i)| **i == index)
                     .map(|(s, _)| s)
                     .collect();
-                let mut namespaces: Vec<Option<String>> = Vec::new();
-                for s in &specs {
-                    if !namespaces.contains(&s.namespace) {
-                        namespaces.push(s.namespace.clone());
+                let mut scopes: Vec<(Option<String>, Option<BTreeSet<String>>)> = Vec::new();
+                for spec in &specs {
+                    let literal = spec
+                        .match_name
+                        .as_ref()
+                        .filter(|t| t.is_literal())
+                        .map(|t| t.source().to_string());
+                    let at = match scopes.iter().position(|(ns, _)| *ns == spec.namespace) {
+                        Some(at) => at,
+                        None => {
+                            scopes.push((spec.namespace.clone(), Some(BTreeSet::new())));
+                            scopes.len() - 1
+                        }
+                    };
+                    let names = &mut scopes[at].1;
+                    match (literal, names.as_mut()) {
+                        (Some(name), Some(names)) => {
+                            names.insert(name);
+                        }
+                        _ => *names = None,
                     }
                 }
-                let literal_names = specs
-                    .iter()
-                    .map(|s| {
-                        s.match_name
-                            .as_ref()
-                            .filter(|t| t.is_literal())
-                            .map(|t| t.source().to_string())
-                    })
-                    .collect::<Option<BTreeSet<String>>>();
                 InputType {
                     api_version: t.api_version.clone(),
                     kind: t.kind.clone(),
                     keep_values: t.keep_values,
-                    namespaces,
-                    literal_names,
+                    scopes,
                 }
             })
             .collect()

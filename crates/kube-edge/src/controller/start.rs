@@ -347,38 +347,47 @@ pub(crate) async fn input_watches(
         let (resource, namespaced) =
             crate::discovery::resolve_kind(client, &t.api_version, &t.kind).await?;
         state.set_input_namespaced(type_index, namespaced);
-        let mut namespaces: Vec<Option<String>> = Vec::new();
-        if namespaced {
-            for ns in &t.namespaces {
-                match ns {
-                    Some(ns) => namespaces.push(Some(ns.clone())),
-                    None => match ctx.entry.watched_namespaces() {
-                        Some(homes) => namespaces.extend(homes.into_iter().map(Some)),
-                        None => namespaces.push(None),
-                    },
+        // (namespace, name): `None` for every namespace, or any name.
+        let mut watches: Vec<(Option<String>, Option<String>)> = Vec::new();
+        for (ns, names) in &t.scopes {
+            let namespaces: Vec<Option<String>> = match ns {
+                _ if !namespaced => vec![None],
+                Some(ns) => vec![Some(ns.clone())],
+                None => ctx
+                    .entry
+                    .watched_namespaces()
+                    .map_or_else(|| vec![None], |homes| homes.into_iter().map(Some).collect()),
+            };
+            for namespace in namespaces {
+                match names {
+                    Some(names) => {
+                        watches.extend(names.iter().map(|n| (namespace.clone(), Some(n.clone()))));
+                    }
+                    None => watches.push((namespace, None)),
                 }
             }
-            if namespaces.contains(&None) {
-                namespaces = vec![None];
-            }
-            namespaces.sort();
-            namespaces.dedup();
-        } else {
-            namespaces.push(None);
         }
-        let names: Vec<Option<String>> = match &t.literal_names {
-            Some(names) => names.iter().cloned().map(Some).collect(),
-            None => vec![None],
-        };
-        for namespace in &namespaces {
-            for name in &names {
-                out.push(InputWatch {
-                    type_index,
-                    resource: resource.clone(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                });
-            }
+        // A watch of every object of a namespace (or of all) sees what narrower ones would.
+        let wide: Vec<(Option<String>, Option<String>)> = watches
+            .iter()
+            .filter(|(_, n)| n.is_none())
+            .cloned()
+            .collect();
+        watches.retain(|(ns, name)| {
+            let covered_by =
+                |(wns, _): &(Option<String>, Option<String>)| wns.is_none() || wns == ns;
+            name.is_none() && (ns.is_none() || !wide.iter().any(|w| w.0.is_none()))
+                || name.is_some() && !wide.iter().any(covered_by)
+        });
+        watches.sort();
+        watches.dedup();
+        for (namespace, name) in watches {
+            out.push(InputWatch {
+                type_index,
+                resource: resource.clone(),
+                namespace,
+                name,
+            });
         }
     }
     Ok(out)
