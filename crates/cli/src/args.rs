@@ -162,6 +162,10 @@ pub struct SimulateArgs {
     /// Answer from a folder saved with --record instead of calling the service.
     #[arg(long)]
     pub replay: Option<PathBuf>,
+    /// A file of objects the entries' `observe.inputs` read (Secrets, ConfigMaps, ...; several
+    /// documents allowed), as if in the cluster; repeatable.
+    #[arg(long = "input", value_name = "FILE")]
+    pub inputs: Vec<PathBuf>,
     /// The value of key KEY of the Secret NAME (an `auth.secretRef`), read from FILE;
     /// repeatable. Without it, the Secret is read once from the kubeconfig's cluster if there
     /// is a kubeconfig.

@@ -7,18 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use ork_kube::simulate::{Change, OfflineSecrets, Report, SimulateOptions, simulate};
+use ork_kube::simulate::{Change, OfflineSecrets, Report, SimulateOptions};
 use serde_json::Value;
 
 use crate::args::{CheckArgs, SimulateArgs};
 use crate::secrets::{SecretArg, offline_secrets};
 
 pub fn run(args: SimulateArgs) -> ExitCode {
+    let files = Files {
+        crs: &args.crs,
+        crds: &args.crds,
+        controllers: &args.controllers,
+        inputs: &args.inputs,
+    };
     let report = simulate_files(
         &args.katalog,
-        &args.crs,
-        &args.crds,
-        &args.controllers,
+        &files,
         args.cycles,
         (args.record.clone(), args.replay.clone()),
         &args.secrets,
@@ -41,7 +45,19 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     }
 }
 
-/// Runs the pipeline on a Katalog file and CR and CRD files; `tapes` are --record and --replay,
+/// The files a simulation starts from besides the Katalog.
+pub struct Files<'a> {
+    /// CRs to reconcile.
+    pub crs: &'a [PathBuf],
+    /// CRDs, for the scope and kind of custom types.
+    pub crds: &'a [PathBuf],
+    /// Metacontroller controllers to run as well.
+    pub controllers: &'a [PathBuf],
+    /// Objects the entries' inputs read.
+    pub inputs: &'a [PathBuf],
+}
+
+/// Runs the pipeline on a Katalog file and `files`; `tapes` are --record and --replay,
 /// `secrets` the `--secret` values.
 ///
 /// # Errors
@@ -49,16 +65,16 @@ pub fn run(args: SimulateArgs) -> ExitCode {
 /// the simulation fails.
 pub fn simulate_files(
     katalog_path: &Path,
-    crs: &[PathBuf],
-    crds: &[PathBuf],
-    controllers: &[PathBuf],
+    files: &Files<'_>,
     cycles: usize,
     tapes: (Option<PathBuf>, Option<PathBuf>),
     secrets: &[SecretArg],
 ) -> Result<Report> {
-    let crs = read_documents(crs)?;
-    let crds = read_documents(crds)?;
-    let katalog = crate::controllers::offline_katalog(katalog_path, controllers, &crs, &crds)?;
+    let crs = read_documents(files.crs)?;
+    let crds = read_documents(files.crds)?;
+    let inputs = read_documents(files.inputs)?;
+    let katalog =
+        crate::controllers::offline_katalog(katalog_path, files.controllers, &crs, &crds)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Runtime::new()?;
     // A replay sends nothing: it needs no Secret.
@@ -74,7 +90,12 @@ pub fn simulate_files(
         replay: tapes.1,
         secrets,
     };
-    let mut report = rt.block_on(simulate(katalog, crs, options))?;
+    let given = ork_kube::simulate::Given {
+        crs,
+        inputs,
+        ..Default::default()
+    };
+    let mut report = rt.block_on(ork_kube::simulate::simulate_given(katalog, given, options))?;
     redact_times(&mut report);
     Ok(report)
 }

@@ -316,11 +316,16 @@ fn run_spec(
     if spec.skip_external {
         say!("  note: skipExternal: ork's pipeline makes no external calls to stub");
     }
+    let (crs, crds) = (spec.crs(dir), spec.crds(dir));
+    let files = crate::simulate::Files {
+        crs: &crs,
+        crds: &crds,
+        controllers: &args.controllers,
+        inputs: &[],
+    };
     let report = crate::simulate::simulate_files(
         &dir.join(&spec.katalog),
-        &spec.crs(dir),
-        &spec.crds(dir),
-        &args.controllers,
+        &files,
         spec.cycles.unwrap_or(args.cycles),
         (args.record.clone(), args.replay.clone()),
         &args.secrets,

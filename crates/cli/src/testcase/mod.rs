@@ -182,6 +182,7 @@ async fn run_case(
         crs: case.given.crs.clone(),
         children,
         cross: case.given.cross.clone(),
+        inputs: case.given.inputs.clone(),
     };
     let report = simulate_given(katalog.clone(), given, options.clone()).await?;
     let subject = subject(first, &report);

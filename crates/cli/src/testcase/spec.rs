@@ -13,6 +13,7 @@
 //!       crs: [{apiVersion: demo.ork.dev/v1, kind: WebApp, metadata: {name: hello}, spec: {…}}]
 //!       children: []              # objects already in the cluster
 //!       cross: []                 # other entries' CRs, read by observe.cross, never reconciled
+//!       inputs: []                # objects observe.inputs read (a Secret, a ConfigMap)
 //!     expect:
 //!       children:                 # subset match: the fields given must be there, equal
 //!         - {apiVersion: apps/v1, kind: Deployment, metadata: {name: hello}, spec: {replicas: 2}}
@@ -80,6 +81,9 @@ pub struct Given {
     /// Other entries' CRs, for `observe.cross`.
     #[serde(default)]
     pub cross: Vec<Value>,
+    /// Objects the entry's `observe.inputs` read (Secrets, ConfigMaps, ...).
+    #[serde(default)]
+    pub inputs: Vec<Value>,
 }
 
 /// What the case must show after the run.

@@ -88,6 +88,9 @@ pub struct Given {
     /// Other entries' CRs, for `observe.cross`: in their entry's store, never reconciled,
     /// unless their entry also reconciles one of `crs`.
     pub cross: Vec<Value>,
+    /// Objects the entries' `observe.inputs` read (a Secret, a ConfigMap, a Namespace): what
+    /// each entry's input watches would hold.
+    pub inputs: Vec<Value>,
 }
 
 /// Runs the simulation.
@@ -123,6 +126,9 @@ pub async fn simulate_given(
     let mut entries = build_entries(&katalog, &options, &process)?;
     for child in given.children {
         place_child(&entries, child)?;
+    }
+    for sim in entries.values_mut() {
+        sim.hold_inputs(&given.inputs);
     }
     let mut tested = std::collections::BTreeSet::new();
     for cr in given.crs {
@@ -276,7 +282,57 @@ spec:
             cross: vec![
                 json!({"apiVersion": "demo.ork.dev/v1", "kind": "Database", "metadata": {"name": "shared-db"}}),
             ],
+            inputs: vec![],
         }
+    }
+
+    /// `web` reads its Secret `<name>-db` with its values; its service says whether the value
+    /// came.
+    fn input_katalog() -> Katalog {
+        let text = r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: t}
+spec:
+  crds:
+    web:
+      apiTypes: {group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}
+      operatorBox:
+        observe:
+          inputs:
+            - {name: db, apiVersion: v1, kind: Secret, matchName: "{{ .metadata.name }}-db", values: true}
+        reconcile:
+          default: false
+          remote:
+            command: ["sh", "-c", "case \"$(cat)\" in *czNjcmV0*) saw=true;; *) saw=false;; esac; echo \"{\\\"result\\\":\\\"ok\\\",\\\"status\\\":{\\\"sawValue\\\":$saw}}\""]
+"#;
+        ork_katalog::load_str(text, std::path::Path::new("k.yaml")).expect("katalog")
+    }
+
+    #[tokio::test]
+    async fn given_inputs_reach_the_service_and_a_missing_one_holds_the_cr_back() {
+        let cr =
+            json!({"apiVersion": "demo.ork.dev/v1", "kind": "WebApp", "metadata": {"name": "a"}});
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "a-db", "namespace": "default"}, "data": {"password": "czNjcmV0"}});
+        let given = Given {
+            crs: vec![cr.clone()],
+            inputs: vec![secret],
+            ..Given::default()
+        };
+        let report = simulate_given(input_katalog(), given, options())
+            .await
+            .expect("runs");
+        assert!(!report.failed, "{:?}", report.cycles);
+        assert_eq!(report.crs["WebApp default/a"]["status"]["sawValue"], true);
+        let given = Given {
+            crs: vec![cr],
+            ..Given::default()
+        };
+        let report = simulate_given(input_katalog(), given, options())
+            .await
+            .expect("runs");
+        let call = &report.cycles[0].calls[0];
+        assert_eq!(call.reason.as_deref(), Some("InputMissing"), "{call:?}");
     }
 
     #[tokio::test]

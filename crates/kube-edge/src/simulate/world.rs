@@ -100,6 +100,31 @@ impl SimEntry {
         relist_into(&mut self.state, &self.observer, crs, children);
     }
 
+    /// Gives the entry's input watches `objects` (those of its input types), as their first
+    /// lists would.
+    pub(crate) fn hold_inputs(&mut self, objects: &[Value]) {
+        for (type_index, t) in self.state.input_types().into_iter().enumerate() {
+            let of_type: Vec<Value> = objects
+                .iter()
+                .filter(|o| {
+                    o["apiVersion"] == t.api_version.as_str() && o["kind"] == t.kind.as_str()
+                })
+                .cloned()
+                .collect();
+            let event = crate::inputs::InputEvent::Reset {
+                namespace: None,
+                name: None,
+                objects: of_type,
+            };
+            let input = Input::Inputs {
+                type_index,
+                event,
+                synced: None,
+            };
+            self.state.handle(input, Instant::now());
+        }
+    }
+
     /// The keys to reconcile this cycle, sorted: what the index triggered, and in a resync
     /// cycle every CR.
     pub(crate) fn due(&mut self, first: bool) -> Vec<(String, Reason)> {
