@@ -389,7 +389,7 @@ impl InputStore {
             if spec.values {
                 note_secret_values(&v, secrets);
             } else {
-                crate::reconcile::drop_secret_values(&mut v);
+                crate::redact::drop_secret_values(&mut v);
             }
         }
         v
@@ -510,7 +510,7 @@ fn stored(mut o: Value, t: &TypeStore) -> Value {
             .or_insert_with(|| Value::String(t.kind.clone()));
     }
     if t.api_version == "v1" && t.kind == "Secret" && !t.keep_values {
-        crate::reconcile::drop_secret_values(&mut o);
+        crate::redact::drop_secret_values(&mut o);
     }
     o
 }

@@ -37,6 +37,7 @@ pub mod permissions;
 mod ports;
 mod process;
 mod reconcile;
+mod redact;
 mod registry;
 mod related;
 mod runtime;

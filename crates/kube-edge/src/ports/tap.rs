@@ -129,7 +129,7 @@ impl Tap {
     fn keep(&self, request: &[u8], answer: Result<&Vec<u8>, &CallFailed>) {
         // A Secret's values are not written to disk (a child's, an input's).
         let mut request: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
-        crate::reconcile::redact_secrets(&mut request);
+        crate::redact::redact_secrets(&mut request);
         let entry = match answer {
             Ok(body) => match serde_json::from_slice::<Value>(body) {
                 Ok(v) => json!({"request": request, "response": v}),

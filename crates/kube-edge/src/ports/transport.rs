@@ -257,7 +257,7 @@ impl Transport for KeepsSecrets<'_> {
         let mut text = self.inner.redact(text);
         for value in self.values {
             if text.contains(value.as_str()) {
-                text = text.replace(value.as_str(), crate::reconcile::REDACTED);
+                text = text.replace(value.as_str(), crate::redact::REDACTED);
             }
         }
         text

@@ -30,11 +30,10 @@ use crate::ports::Owner;
 
 use call::ask;
 pub(crate) use call::{probe, probe_request, probe_send};
-pub(crate) use exchange::{Exchange, REDACTED, redact_secrets};
+pub(crate) use exchange::Exchange;
 pub(crate) use job::{Done, Job, Later, LiveChildren, Ports, Presence, Success};
 pub(crate) use plan::{Fate, Plan};
 pub(crate) use record::{last_seal, record_failure};
-pub(crate) use request::drop_secret_values;
 pub(crate) use sweep::{Swept, sweep};
 
 /// How soon a reconcile that deleted a child to recreate it (update strategy `Recreate`) runs

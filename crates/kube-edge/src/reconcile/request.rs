@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::job::Job;
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
+use crate::redact::drop_secret_values;
 
 /// The request body for `job` (`cr` is its CR as JSON).
 ///
@@ -106,15 +107,6 @@ fn children(ctx: &EntryContext, job: &Job) -> BTreeMap<String, BTreeMap<String, 
         out.entry(kind).or_default().insert(obj.name_any(), v);
     }
     out
-}
-
-/// A Secret `v` without its values (`data`, `stringData`), for a service that did not ask for
-/// them (SPEC §11, §20): its name, labels and keys' absence say what it needs to know.
-pub(crate) fn drop_secret_values(v: &mut Value) {
-    if let Value::Object(m) = v {
-        m.remove("data");
-        m.remove("stringData");
-    }
 }
 
 /// `args` rendered with the Katalog's notes ("5" → 5, "true" → true); `None` when empty.

@@ -213,7 +213,7 @@ async fn related(
                 continue;
             }
             if secrets && !values {
-                crate::reconcile::request::drop_secret_values(&mut o);
+                crate::redact::drop_secret_values(&mut o);
             }
             mc::insert(&mut out, composite.version, parent_namespace, o);
         }
