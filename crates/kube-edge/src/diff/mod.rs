@@ -272,7 +272,7 @@ impl Setup<'_> {
         let mut crs = Vec::new();
         for scope in cr_scopes(&ctx, namespace) {
             crs.extend(
-                list(client, &cr_resource, scope.as_deref(), selector)
+                list(client, &cr_resource, scope.as_deref(), selector, None)
                     .await
                     .map_err(|m| listing(format!("{} CRs", cr_resource.kind), m))?,
             );
@@ -284,7 +284,7 @@ impl Setup<'_> {
                 for scope in watch_scopes(&ctx, t) {
                     let label = format!("{MANAGED}=true");
                     objects.extend(
-                        list(client, &t.resource, scope.as_deref(), Some(&label))
+                        list(client, &t.resource, scope.as_deref(), Some(&label), None)
                             .await
                             .map_err(|m| listing(t.managed.kind.clone(), m))?,
                     );
@@ -455,39 +455,32 @@ async fn list_named(
     if !diffed {
         return Ok(Vec::new());
     }
-    let api: Api<DynamicObject> = match &w.namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &w.resource),
-        None => Api::all_with(client.clone(), &w.resource),
-    };
-    let mut params = ListParams::default();
-    if let Some(name) = &w.name {
-        params = params.fields(&format!("metadata.name={name}"));
-    }
-    let listed = api
-        .list(&params)
-        .await
-        .map_err(|e| crate::ports::write::message(&e))?;
-    Ok(listed
-        .items
+    let fields = w.name.as_ref().map(|name| format!("metadata.name={name}"));
+    let objects = list(
+        client,
+        &w.resource,
+        w.namespace.as_deref(),
+        None,
+        fields.as_deref(),
+    )
+    .await?;
+    Ok(objects
         .into_iter()
         .map(|mut o| {
-            o.types = Some(TypeMeta {
-                api_version: w.resource.api_version.clone(),
-                kind: w.resource.kind.clone(),
-            });
             o.metadata.managed_fields = None;
             serde_json::to_value(o).unwrap_or_default()
         })
         .collect())
 }
 
-/// Every object of `resource` in `namespace` (everywhere when `None`) with `labels`, typed
-/// (a list's items carry no apiVersion and kind).
+/// Every object of `resource` in `namespace` (everywhere when `None`) with `labels` and
+/// `fields`, typed (a list's items carry no apiVersion and kind).
 async fn list(
     client: &Client,
     resource: &ApiResource,
     namespace: Option<&str>,
     labels: Option<&str>,
+    fields: Option<&str>,
 ) -> Result<Vec<DynamicObject>, String> {
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
@@ -496,6 +489,9 @@ async fn list(
     let mut params = ListParams::default();
     if let Some(labels) = labels {
         params = params.labels(labels);
+    }
+    if let Some(fields) = fields {
+        params = params.fields(fields);
     }
     let listed = api
         .list(&params)
