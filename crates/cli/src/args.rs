@@ -65,6 +65,27 @@ pub struct RunArgs {
     /// nowhere).
     #[arg(long, default_value = "127.0.0.1:8081")]
     pub probe_addr: String,
+    /// Address of the admission webhook (HTTPS), served when an entry sets
+    /// `remote.admission` (`none` to serve it nowhere).
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub webhook_addr: String,
+    /// Register the webhook configurations of the entries with admission, calling this
+    /// process at `--webhook-url` (for development: the chart and `ork generate bundle` write
+    /// them for a cluster).
+    #[arg(long)]
+    pub register_webhooks: bool,
+    /// With --register-webhooks: the base URL the API server calls (default
+    /// `https://127.0.0.1:<the webhook's port>`).
+    #[arg(long, value_name = "URL")]
+    pub webhook_url: Option<String>,
+    /// Names and addresses the webhook's serving certificate is for, besides 127.0.0.1,
+    /// localhost and the host of --webhook-url (a Service's DNS names); repeatable.
+    #[arg(long = "webhook-host", value_name = "HOST")]
+    pub webhook_hosts: Vec<String>,
+    /// How long each serving certificate of the webhook is valid; a new one is minted from the
+    /// CA after two thirds of it.
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+    pub webhook_cert_lifetime: std::time::Duration,
     /// Connections the inspector's listener holds at once; the next are closed at once (the
     /// probes' listener holds 64 of its own).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]

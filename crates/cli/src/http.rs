@@ -72,7 +72,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving {what}");
-    crate::listener::serve(listener, app, limits).await;
+    crate::listener::serve(listener, app, limits, None).await;
     Ok(())
 }
 

@@ -31,9 +31,16 @@ pub struct Limits {
     pub request: Duration,
 }
 
-/// Serves `app` on `listener` until the process ends; the peer's address reaches the handlers
-/// as axum's `ConnectInfo<SocketAddr>`.
-pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
+/// Serves `app` on `listener` until the process ends (over TLS with `tls`, the handshake
+/// within `header_read`); the peer's address reaches the handlers as axum's
+/// `ConnectInfo<SocketAddr>`.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -52,6 +59,7 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
@@ -65,12 +73,29 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
                     }
                 }
             });
-            let io = TokioIo::new(Idle::new(stream, limits.idle));
-            let served = hyper::server::conn::http1::Builder::new()
+            let idle = Idle::new(stream, limits.idle);
+            let http = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read)
-                .serve_connection(io, service)
-                .await;
+                .clone();
+            let served = match tls {
+                None => http.serve_connection(TokioIo::new(idle), service).await,
+                Some(tls) => {
+                    match tokio::time::timeout(limits.header_read, tls.accept(idle)).await {
+                        Ok(Ok(stream)) => {
+                            http.serve_connection(TokioIo::new(stream), service).await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake took too long");
+                            return;
+                        }
+                    }
+                }
+            };
             if let Err(e) = served {
                 tracing::debug!(%peer, error = %e, "HTTP connection ended");
             }

@@ -28,6 +28,7 @@ mod status_page;
 mod testcase;
 mod validate;
 mod validate_cluster;
+mod webhook;
 
 // Allocation is a fifth of ork's CPU at load (buffers of every request, answer and watch event);
 // mimalloc halves it for about the same resident memory as glibc's allocator (`cargo xtask

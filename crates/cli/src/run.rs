@@ -192,6 +192,11 @@ async fn serve(katalog: ork_katalog::Katalog, args: RunArgs) -> Result<()> {
             }
         });
     }
+    if runtime.serves_admission()
+        && let Some(addr) = listen_addr("--webhook-addr", &args.webhook_addr)?
+    {
+        crate::webhook::start(&client, &runtime, addr, &args, &options.ork_namespace).await?;
+    }
     let elector = args.leader_elect.then(|| {
         Elector::new(
             client.clone(),

@@ -121,12 +121,18 @@ pub const REFUSED_FIELDS: &[(&str, &str)] = &[
         "emit",
         "operatorBox.emit is not supported; return `status`, `conditions` and `events` from the service",
     ),
-    ("admission", "admission webhooks are not supported by ork"),
+    (
+        "admission",
+        "Orkestra's entry-level admission block is not read: declare `remote.admission` (validate, mutate, path, timeout, failurePolicy), which asks the entry's own service",
+    ),
     (
         "validation",
-        "admission validation is not supported; operatorBox.validation rules are checked before each call",
+        "Orkestra's validation webhook is not read: declare `remote.admission` with `validate: true`; operatorBox.validation rules are checked before each call",
     ),
-    ("mutation", "mutation webhooks are not supported by ork"),
+    (
+        "mutation",
+        "Orkestra's mutation webhook is not read: declare `remote.admission` with `mutate: true`, and answer a `patch` or the defaulted `object`",
+    ),
     ("conversion", "conversion webhooks are not supported by ork"),
     ("webhooks", "webhooks are not supported by ork"),
     ("serve", "serve targets are not supported by ork"),

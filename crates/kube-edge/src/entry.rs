@@ -41,6 +41,9 @@ pub enum EntryError {
     /// `ork simulate`: a type that cannot be resolved without an API server.
     #[error("{0}")]
     Offline(String),
+    /// The admission webhook could not be set up (its transport, its registration).
+    #[error("admission: {0}")]
+    Admission(String),
 }
 
 /// An entry ready to run.

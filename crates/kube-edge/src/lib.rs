@@ -13,6 +13,7 @@
 //!   switches it on and off. [`simulate`] drives the same controller against memory.
 
 pub mod access;
+pub mod admission;
 pub mod auth;
 mod cache;
 pub mod client;
@@ -47,6 +48,7 @@ mod shard_set;
 pub mod shards;
 pub mod simulate;
 pub mod wake;
+pub mod webhook;
 pub mod wire;
 
 pub use controller::{RunError, RunOptions};

@@ -71,6 +71,14 @@ pub(crate) struct Metrics {
     unchanged_at_start: Family<EntryLabel, Counter>,
     inspector_reviews: Family<ReviewLabels, Counter>,
     inspector_throttled: Counter,
+    admissions: Family<AdmissionLabels, Histogram, fn() -> Histogram>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AdmissionLabels {
+    entry: String,
+    phase: String,
+    result: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -134,6 +142,13 @@ impl Metrics {
             "ork_reconcile_failures",
             "Failed reconciles by entry and the condition reason of the step that failed",
             failures.clone(),
+        );
+        let admissions: Family<AdmissionLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(seconds_histogram);
+        registry.register(
+            "ork_admission_duration_seconds",
+            "Admission reviews by entry, phase (validate, mutate) and result (allowed, denied, patched, failed-allowed, failed-denied), with the time ork took",
+            admissions.clone(),
         );
         let remote_calls: Family<OutcomeLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(seconds_histogram);
@@ -217,6 +232,7 @@ impl Metrics {
         Metrics {
             inspector_reviews,
             inspector_throttled,
+            admissions,
             unchanged_at_start,
             undecodable,
             shards_held,
@@ -288,6 +304,16 @@ impl Metrics {
             .get_or_create(&OutcomeLabels {
                 entry: entry.into(),
                 outcome: outcome.into(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn admission(&self, entry: &str, phase: &str, result: &str, took: Duration) {
+        self.admissions
+            .get_or_create(&AdmissionLabels {
+                entry: entry.into(),
+                phase: phase.into(),
+                result: result.into(),
             })
             .observe(took.as_secs_f64());
     }
@@ -406,6 +432,7 @@ pub fn specimen() -> String {
     m.entry_gauges("<entry>", 0, 0, 0, "healthy");
     m.inspector_review("<review>", "<result>");
     m.inspector_throttled();
+    m.admission("<entry>", "<phase>", "<result>", took);
     m.encode()
 }
 

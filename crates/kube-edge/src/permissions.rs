@@ -168,6 +168,8 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
     let mut reads: BTreeMap<(Option<String>, String, String), Option<BTreeSet<String>>> =
         BTreeMap::new();
     let mut marks = false;
+    // The webhook configurations of entries with admission (SPEC §21), by name.
+    let mut webhooks: BTreeMap<&'static str, BTreeSet<String>> = BTreeMap::new();
     // Child types that are cluster-scoped entries of this Katalog.
     let cluster_entries: BTreeSet<(&str, &str)> = katalog
         .spec
@@ -176,8 +178,29 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
         .filter(|e| !e.namespaced)
         .map(|e| (e.api_types.group.as_str(), e.api_types.plural.as_str()))
         .collect();
-    for entry in katalog.spec.crds.values().filter(|e| e.enabled) {
+    for (entry_name, entry) in katalog.spec.crds.iter().filter(|(_, e)| e.enabled) {
         let t = &entry.api_types;
+        if let Some(a) = entry
+            .operator_box
+            .reconcile
+            .remote
+            .as_ref()
+            .and_then(|r| r.admission.as_ref())
+        {
+            let of = match katalog.metadata.name.as_str() {
+                "" => entry_name.as_str(),
+                name => name,
+            };
+            let name = crate::webhook::configuration_name(of, entry_name);
+            for (wanted, kind) in [
+                (a.validate, "validatingwebhookconfigurations"),
+                (a.mutate, "mutatingwebhookconfigurations"),
+            ] {
+                if wanted {
+                    webhooks.entry(kind).or_default().insert(name.clone());
+                }
+            }
+        }
         // Children follow the entry's namespace; a cluster-scoped CR itself is cluster-wide.
         let homes = entry_homes(entry);
         let cr_homes = if entry.namespaced {
@@ -367,11 +390,38 @@ pub fn rules(katalog: &Katalog, ork_namespace: &str, leases: bool) -> Vec<Rule> 
             )
         });
     }
-    if marks {
+    for (resource, names) in webhooks {
+        out.push(Rule {
+            resource_names: names.into_iter().collect(),
+            ..rule(
+                "admissionregistration.k8s.io",
+                vec![resource.to_string()],
+                &["get", "create", "update", "patch"],
+                None,
+            )
+        });
+    }
+    let admission = katalog.spec.crds.values().any(|e| {
+        e.enabled
+            && e.operator_box
+                .reconcile
+                .remote
+                .as_ref()
+                .is_some_and(|r| r.admission.is_some())
+    });
+    if admission {
         secrets
             .entry(ork_namespace.to_string())
             .or_default()
-            .insert(crate::mark::KEY_SECRET.to_string());
+            .insert(crate::webhook::CA_SECRET.to_string());
+    }
+    if marks || admission {
+        if marks {
+            secrets
+                .entry(ork_namespace.to_string())
+                .or_default()
+                .insert(crate::mark::KEY_SECRET.to_string());
+        }
         // Creating cannot be narrowed to a name (the name is in the body, not the URL).
         out.push(rule(
             "",

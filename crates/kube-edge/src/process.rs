@@ -1,8 +1,8 @@
 //! What the entries of one run share: the registry of entries, metrics, the switch that allows
 //! reconciles (leadership, shutdown) and which entries' caches are synced.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::watch;
 
@@ -21,6 +21,11 @@ pub(crate) struct Process {
     synced: Mutex<HashSet<String>>,
     /// The shards this process reconciles (all of one shard without `--shards`).
     pub shards: Arc<ShardSet>,
+    /// The admission of each entry that asks for it, by entry name (SPEC §21).
+    admitters: RwLock<BTreeMap<String, Arc<crate::admission::Admitter>>>,
+    /// Where the webhook configurations send the API server, and the CA they trust, when
+    /// this process registers them itself (`--register-webhooks`).
+    pub webhook_registration: RwLock<Option<(crate::webhook::ClientBase, String)>>,
 }
 
 impl Process {
@@ -35,7 +40,20 @@ impl Process {
             active_tx,
             synced: Mutex::default(),
             shards: Arc::new(shards),
+            admitters: RwLock::default(),
+            webhook_registration: RwLock::default(),
         }
+    }
+
+    /// Serves `entry`'s admission from now on.
+    pub fn add_admitter(&self, entry: &str, admitter: Arc<crate::admission::Admitter>) {
+        if let Ok(mut a) = self.admitters.write() {
+            a.insert(entry.to_string(), admitter);
+        }
+    }
+
+    pub fn admitter(&self, entry: &str) -> Option<Arc<crate::admission::Admitter>> {
+        self.admitters.read().ok()?.get(entry).cloned()
     }
 
     /// The entry's caches hold their initial lists.

@@ -170,6 +170,45 @@ impl Runtime {
             .unwrap_or_default()
     }
 
+    /// Whether an entry of this runtime asks for admission (then ork serves the webhook).
+    pub fn serves_admission(&self) -> bool {
+        self.entry_configs().iter().any(|(_, e)| {
+            e.operator_box
+                .reconcile
+                .remote
+                .as_ref()
+                .is_some_and(|r| r.admission.is_some())
+        })
+    }
+
+    /// Answers an AdmissionReview sent to `entry`'s `phase` webhook (SPEC §21).
+    ///
+    /// # Errors
+    /// A review ork cannot read, or an entry that does not serve that phase (yet).
+    pub async fn admit(
+        &self,
+        entry: &str,
+        phase: crate::admission::Phase,
+        body: &[u8],
+    ) -> Result<Vec<u8>, crate::admission::BadReview> {
+        let admitter =
+            self.process
+                .admitter(entry)
+                .ok_or_else(|| crate::admission::BadReview::NotServed {
+                    entry: entry.to_string(),
+                    phase: phase.as_str(),
+                })?;
+        admitter.review(phase, body).await
+    }
+
+    /// From now on, each entry that starts with admission registers its webhook
+    /// configurations, calling `base` and trusting `ca_pem` (`--register-webhooks`).
+    pub fn register_webhooks(&self, base: crate::webhook::ClientBase, ca_pem: String) {
+        if let Ok(mut r) = self.process.webhook_registration.write() {
+            *r = Some((base, ca_pem));
+        }
+    }
+
     /// Who asks the API server whether a caller may read this runtime's inspector, counted in
     /// its metrics.
     pub fn reviewer(&self, client: Client) -> crate::access::Reviewer {

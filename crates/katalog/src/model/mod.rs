@@ -10,6 +10,7 @@
 //! controller's entry carries besides. They hold the types and their defaults only;
 //! rendering a CR's templates at run time is `crate::render`'s.
 
+mod admission;
 mod auth;
 pub(crate) mod composite;
 mod defaults;
@@ -25,6 +26,7 @@ mod reconcile;
 mod remote;
 mod setup;
 
+pub use admission::{Admission, FailurePolicy, MAX_ADMISSION_TIMEOUT, Operation};
 pub use auth::{Auth, CaSecretRef, SecretRef, Tls, TlsSecretRef};
 pub use depends_on::{Dependency, DependencyCondition, DependsOn};
 pub use entry::{ApiTypes, CrdEntry, Endpoints, namespace_matches};

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::admission::Admission;
 use super::auth::{Auth, Tls};
 use super::defaults::yes;
 use super::managed::ManagedResource;
@@ -82,6 +83,10 @@ pub struct Remote {
     /// TLS for an https endpoint: an extra CA and a client certificate (mTLS).
     #[serde(default)]
     pub tls: Option<Tls>,
+    /// Admission by the same service: ork serves a webhook for the entry's CRs and asks the
+    /// service to admit (and perhaps default) each before it is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<Admission>,
     #[serde(skip)]
     #[schemars(skip)]
     pub(crate) notes: Option<SharedNotes>,

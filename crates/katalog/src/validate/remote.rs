@@ -34,6 +34,58 @@ pub(super) fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &
     if let Some(rl) = &remote.rate_limit {
         check_rate_limit(f, rp, rl);
     }
+    if let Some(admission) = &remote.admission {
+        check_admission(f, rp, remote, admission);
+    }
+}
+
+/// Admission asks the HTTP endpoint's own host, named in the Katalog (a CR being admitted
+/// does not choose where it is judged), within the API server's patience.
+fn check_admission(f: &mut Findings, rp: &str, remote: &Remote, a: &crate::model::Admission) {
+    let ap = format!("{rp}.admission");
+    match &remote.endpoint {
+        None => f.add(
+            ap.clone(),
+            "admission needs `endpoint` (the API server's webhook is HTTPS; ork asks the service over HTTP)",
+            None,
+        ),
+        Some(t) if !t.is_literal() => f.add(
+            format!("{rp}.endpoint"),
+            "admission needs a literal endpoint: the object being admitted does not choose where it is judged",
+            None,
+        ),
+        Some(_) => {}
+    }
+    if !a.path.starts_with('/') || a.path.contains(['?', '#', ' ']) {
+        f.add(
+            format!("{ap}.path"),
+            format!("{:?} is not a path (`/admit`)", a.path),
+            None,
+        );
+    }
+    if !a.validate && !a.mutate {
+        f.add(
+            ap.clone(),
+            "admission with neither validate nor mutate asks nothing",
+            Some("set validate: true, mutate: true, or both"),
+        );
+    }
+    if a.operations.is_empty() {
+        f.add(format!("{ap}.operations"), "no operation to admit", None);
+    }
+    let timeout = a.timeout.0;
+    if timeout > crate::model::MAX_ADMISSION_TIMEOUT
+        || timeout < std::time::Duration::from_millis(100)
+    {
+        f.add(
+            format!("{ap}.timeout"),
+            format!(
+                "timeout {timeout:?} is outside 100ms..{:?} (the API server's webhook timeout is at most 10 s, one second of it ork's)",
+                crate::model::MAX_ADMISSION_TIMEOUT
+            ),
+            None,
+        );
+    }
 }
 
 /// Exactly one of `endpoint` (HTTP) and `command` (exec), each well formed.

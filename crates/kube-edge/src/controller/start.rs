@@ -180,6 +180,10 @@ pub(crate) async fn start_entry(
     );
     let (inputs, received) = tokio::sync::mpsc::unbounded_channel();
     let input_watches = input_watches(&client, &ctx, &mut state).await?;
+    // Admission is served by every replica, leader or not, from the start.
+    if let Some(admission) = &remote.admission {
+        start_admission(&client, &http, &ctx, &remote, admission, &options, &process).await?;
+    }
     let mut related_watch = None;
     if let (Some(related), Some(requests)) = (related, related_requests) {
         let inputs = inputs.clone();
@@ -286,6 +290,68 @@ pub(crate) async fn start_entry(
     tasks.spawn(follow(active, standby_tx).in_current_span());
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The entry's admission: its service asked at `admission.path` of the endpoint's host, within
+/// `admission.timeout`; its webhook configurations registered when this process does that.
+async fn start_admission(
+    client: &Client,
+    http: &HttpTransport,
+    ctx: &EntryContext,
+    remote: &ork_katalog::Remote,
+    admission: &ork_katalog::Admission,
+    options: &RunOptions,
+    process: &Process,
+) -> Result<(), EntryError> {
+    let endpoint = remote
+        .endpoint
+        .as_ref()
+        .map(|t| t.source().to_string())
+        .ok_or_else(|| EntryError::Admission("admission needs remote.endpoint".into()))?;
+    let hook = ork_katalog::metacontroller::Hook {
+        url: admission_url(&endpoint, &admission.path),
+        timeout: admission.timeout.0,
+    };
+    let transport = hook_transport(client, http, remote, &hook, options)?;
+    process.add_admitter(
+        &ctx.name,
+        Arc::new(crate::admission::Admitter {
+            entry: ctx.name.clone(),
+            transport,
+            failure_policy: admission.failure_policy,
+            validate: admission.validate,
+            mutate: admission.mutate,
+            metrics: process.metrics.clone(),
+        }),
+    );
+    tracing::info!(url = %hook.url, validate = admission.validate, mutate = admission.mutate, "admission served");
+    let registration = process
+        .webhook_registration
+        .read()
+        .ok()
+        .and_then(|r| r.clone());
+    if let Some((base, ca_pem)) = registration {
+        let r = crate::webhook::Registration {
+            entry: ctx.name.clone(),
+            cr: ctx.cr_resource.clone(),
+            cr_namespaced: ctx.entry.namespaced,
+            namespaces: ctx.entry.watched_namespaces(),
+            admission: admission.clone(),
+        };
+        crate::webhook::register(client, &ctx.managed_by, &[r], &base, &ca_pem)
+            .await
+            .map_err(|e| EntryError::Admission(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// `endpoint` (a literal URL) with its path (and query) replaced by `path`.
+fn admission_url(endpoint: &str, path: &str) -> String {
+    let after_scheme = endpoint.find("://").map_or(0, |i| i + 3);
+    let end = endpoint[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(endpoint.len(), |i| after_scheme + i);
+    format!("{}{path}", &endpoint[..end])
 }
 
 /// The transport of a Metacontroller hook besides sync: the entry's, at the hook's URL and
