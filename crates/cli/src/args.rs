@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// `https://127.0.0.1:<the webhook's port>`).
     #[arg(long, value_name = "URL")]
     pub webhook_url: Option<String>,
+    /// Register the webhook configurations calling this Service (`NAMESPACE/NAME[:PORT]`, port
+    /// 443 by default) in front of ork's Pods, as the bundle and the chart run ork; its DNS
+    /// names join the serving certificate's.
+    #[arg(long, value_name = "NAMESPACE/NAME[:PORT]")]
+    pub webhook_service: Option<String>,
     /// Names and addresses the webhook's serving certificate is for, besides 127.0.0.1,
     /// localhost and the host of --webhook-url (a Service's DNS names); repeatable.
     #[arg(long = "webhook-host", value_name = "HOST")]

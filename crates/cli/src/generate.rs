@@ -437,6 +437,8 @@ const HTTP_PORT: u16 = 8080;
 /// The probes' port of the container: `/healthz`, `/readyz`, `/metrics`, apart from the
 /// inspector's so that its callers cannot starve the kubelet's probes.
 const PROBE_PORT: u16 = 8081;
+/// The admission webhook's port in the Pod (HTTPS).
+const WEBHOOK_PORT: u16 = 9443;
 
 /// The workload's settings that a chart user may change, with the defaults the bundle uses.
 fn resources() -> Value {
@@ -521,6 +523,32 @@ pub fn bundle_objects(
         volume["configMap"]["items"] = json!(items);
     }
     let probes = probes();
+    let admission = has_admission(katalog);
+    let mut args = vec![
+        json!("run"),
+        json!("-k"),
+        json!(format!("{MOUNT}/katalog.yaml")),
+        json!(work),
+        json!("--no-dev-files"),
+        json!(format!("--http-addr=0.0.0.0:{HTTP_PORT}")),
+        json!(format!("--probe-addr=0.0.0.0:{PROBE_PORT}")),
+        json!("--log-json"),
+        json!("--shutdown-grace=20s"),
+    ];
+    let mut ports = vec![
+        json!({"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}),
+        json!({"name": "probes", "containerPort": PROBE_PORT, "protocol": "TCP"}),
+    ];
+    if admission {
+        // ork registers the webhook configurations itself, calling this Service, with the
+        // CA it keeps in its namespace as their caBundle (SPEC §21).
+        args.push(json!(format!("--webhook-addr=0.0.0.0:{WEBHOOK_PORT}")));
+        args.push(json!(format!(
+            "--webhook-service={ns}/{}-webhook:443",
+            names.name
+        )));
+        ports.push(json!({"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}));
+    }
     docs.push(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": names.name, "namespace": ns, "labels": labels()},
@@ -537,20 +565,12 @@ pub fn bundle_objects(
                         "name": "ork",
                         "image": image,
                         "imagePullPolicy": "IfNotPresent",
-                        "args": [
-                            "run", "-k", format!("{MOUNT}/katalog.yaml"), work,
-                            "--no-dev-files",
-                            format!("--http-addr=0.0.0.0:{HTTP_PORT}"), format!("--probe-addr=0.0.0.0:{PROBE_PORT}"),
-                            "--log-json", "--shutdown-grace=20s",
-                        ],
+                        "args": args,
                         "env": [
                             {"name": "ORK_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                         ],
-                        "ports": [
-                            {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
-                            {"name": "probes", "containerPort": PROBE_PORT, "protocol": "TCP"},
-                        ],
+                        "ports": ports,
                         "livenessProbe": probes["liveness"],
                         "readinessProbe": probes["readiness"],
                         "resources": resources(),
@@ -573,7 +593,29 @@ pub fn bundle_objects(
             ],
         },
     }));
+    if admission {
+        docs.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("{}-webhook", names.name), "namespace": ns, "labels": labels()},
+            "spec": {
+                "selector": {"app.kubernetes.io/name": "ork"},
+                "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
+            },
+        }));
+    }
     Ok(docs)
+}
+
+/// Whether an enabled entry asks for admission: then ork serves its webhook.
+fn has_admission(katalog: &Katalog) -> bool {
+    katalog.spec.crds.values().any(|e| {
+        e.enabled
+            && e.operator_box
+                .reconcile
+                .remote
+                .as_ref()
+                .is_some_and(|r| r.admission.is_some())
+    })
 }
 
 pub fn values(katalog_path: &Path, names: &Names, image: &str, scale: Scale) -> ExitCode {
@@ -675,6 +717,11 @@ pub fn values_document(
             "metrics",
             "A Service in front of the probes' port 8081 (/metrics, /healthz, /readyz: open) and the\n# inspector's port 8080 (/katalog, /status: for callers who may read the CRs).",
             json!({"service": true}),
+        ),
+        (
+            "webhook",
+            "The admission webhook (an entry with remote.admission): ork serves it on port 9443 behind the\n# Service <name>-webhook and registers the webhook configurations calling it itself.",
+            json!({"enabled": has_admission(katalog)}),
         ),
         (
             "extraArgs",

@@ -48,6 +48,18 @@ pub async fn start(
     if let Some(host) = url_host(&url) {
         hosts.push(host);
     }
+    let service = args
+        .webhook_service
+        .as_deref()
+        .map(parse_service)
+        .transpose()?;
+    if let Some(ClientBase::Service {
+        namespace, name, ..
+    }) = &service
+    {
+        hosts.push(format!("{name}.{namespace}.svc"));
+        hosts.push(format!("{name}.{namespace}.svc.cluster.local"));
+    }
     hosts.extend(args.webhook_hosts.iter().cloned());
     hosts.sort();
     hosts.dedup();
@@ -66,10 +78,38 @@ pub async fn start(
         let _cert = cert;
         crate::listener::serve(listener, app, limits, Some(tls)).await;
     });
-    if args.register_webhooks {
-        runtime.register_webhooks(ClientBase::Url(url), ca.cert_pem.clone());
+    match service {
+        Some(service) => runtime.register_webhooks(service, ca.cert_pem.clone()),
+        None if args.register_webhooks => {
+            runtime.register_webhooks(ClientBase::Url(url), ca.cert_pem.clone());
+        }
+        None => {}
     }
     Ok(())
+}
+
+/// `NAMESPACE/NAME[:PORT]`.
+fn parse_service(text: &str) -> Result<ClientBase> {
+    let (namespace, rest) = text.split_once('/').ok_or_else(|| {
+        anyhow::anyhow!("--webhook-service {text:?} is not NAMESPACE/NAME[:PORT]")
+    })?;
+    let (name, port) = match rest.split_once(':') {
+        Some((name, port)) => (
+            name,
+            port.parse().map_err(|_| {
+                anyhow::anyhow!("--webhook-service {text:?}: {port:?} is not a port")
+            })?,
+        ),
+        None => (rest, 443),
+    };
+    if namespace.is_empty() || name.is_empty() {
+        anyhow::bail!("--webhook-service {text:?} is not NAMESPACE/NAME[:PORT]");
+    }
+    Ok(ClientBase::Service {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        port,
+    })
 }
 
 /// The host of `url` (`https://host:port/...`).

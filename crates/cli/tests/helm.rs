@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
@@ -221,6 +221,19 @@ fn the_chart_renders_what_generate_bundle_prints() -> Result<()> {
     std::fs::write(dir.join("katalog.yaml"), text)?;
     let katalog = dir.join("katalog.yaml");
     renders_the_bundle("team", &["-k", &katalog.to_string_lossy()], "ork-system")?;
+    // An entry with admission: the webhook's port, its Service, ork told to register it.
+    let text = std::fs::read_to_string(root().join("examples/webapp/katalog.yaml"))?.replace(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            admission: {mutate: true}\n",
+    );
+    ensure!(text.contains("admission:"), "the admission fixture");
+    std::fs::write(dir.join("admission.yaml"), text)?;
+    let katalog = dir.join("admission.yaml");
+    renders_the_bundle(
+        "admission",
+        &["-k", &katalog.to_string_lossy()],
+        "ork-system",
+    )?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

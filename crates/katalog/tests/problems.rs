@@ -547,3 +547,71 @@ fn an_exec_program_that_is_missing_or_not_executable_is_refused() {
     assert!(load().is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn admission_needs_a_literal_endpoint_a_path_and_a_timeout_the_api_server_waits_for() {
+    let ok = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            admission: {mutate: true, failurePolicy: Ignore}\n",
+    );
+    let k = load_str(&ok, Path::new("k.yaml")).expect("valid");
+    let a = k.spec.crds["webapp"]
+        .operator_box
+        .reconcile
+        .remote
+        .as_ref()
+        .and_then(|r| r.admission.clone())
+        .expect("admission");
+    assert!(a.validate && a.mutate);
+    assert_eq!(a.path, "/admit");
+    assert_eq!(a.failure_policy, ork_katalog::FailurePolicy::Ignore);
+
+    let yaml = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            admission: {path: admit, timeout: 30s}\n",
+    );
+    let mut paths: Vec<String> = problems(&yaml).into_iter().map(|p| p.path).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            format!("{REMOTE}.admission.path"),
+            format!("{REMOTE}.admission.timeout")
+        ]
+    );
+
+    let yaml = broken(
+        "            endpoint: \"http://127.0.0.1:8025/reconcile\"\n",
+        "            endpoint: \"http://{{ .metadata.namespace }}.svc:8025/reconcile\"\n            admission: {validate: false}\n",
+    );
+    let messages: Vec<String> = problems(&yaml).into_iter().map(|p| p.message).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("admission needs a literal endpoint")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("neither validate nor mutate")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn orkestra_s_entry_level_admission_points_at_remote_admission() {
+    let yaml = broken(
+        "      operatorBox:\n",
+        "      admission: {enabled: true}\n      operatorBox:\n",
+    );
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert!(p.message.contains("not supported by ork"), "{p}");
+    assert!(
+        p.hint
+            .as_deref()
+            .is_some_and(|h| h.contains("remote.admission")),
+        "{p:?}"
+    );
+}

@@ -949,4 +949,46 @@ spec:
             "a CRD's plural is asked for, not guessed"
         );
     }
+
+    #[test]
+    fn admission_gets_its_webhook_configurations_and_the_ca_secret_by_name() {
+        let k = katalog(
+            "",
+            "            admission: {validate: true, mutate: true}\n",
+        );
+        let rules = rules(&k, "ork-system", false);
+        for resource in [
+            "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations",
+        ] {
+            let found = find(&rules, "admissionregistration.k8s.io", resource);
+            assert_eq!(found.len(), 1, "{resource}");
+            assert_eq!(found[0].resource_names, vec!["ork-t-web".to_string()]);
+            assert_eq!(found[0].namespace, None);
+        }
+        let secrets = find(&rules, "", "secrets");
+        assert!(
+            secrets
+                .iter()
+                .any(|r| r.resource_names == ["ork-webhook-ca"]
+                    && r.namespace.as_deref() == Some("ork-system")
+                    && r.verbs.contains(&"get")),
+            "{secrets:?}"
+        );
+        assert!(
+            secrets
+                .iter()
+                .any(|r| r.verbs == ["create"] && r.namespace.as_deref() == Some("ork-system")),
+            "the first replica creates the CA: {secrets:?}"
+        );
+        let none = super::rules(&katalog("", ""), "ork-system", false);
+        assert!(
+            find(
+                &none,
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations"
+            )
+            .is_empty()
+        );
+    }
 }
