@@ -39,6 +39,11 @@ impl Ork {
         self.bound("serving /katalog").await
     }
 
+    /// Where this ork serves its admission webhook (`--webhook-addr=127.0.0.1:0`, logged).
+    pub async fn webhook(&self) -> Result<SocketAddr> {
+        self.bound("serving the admission webhook").await
+    }
+
     /// Where this ork serves /healthz, /readyz and /metrics (its own port 0, logged).
     pub async fn probes(&self) -> Result<SocketAddr> {
         self.bound("serving /healthz").await
