@@ -70,8 +70,15 @@ const LOCKS: &[(&str, usize, &str)] = &[
     ),
     (
         "crates/kube-edge/src/process.rs",
+        2,
+        "the entries whose first list is done, for the process's readiness; the admitter of \
+         each entry, added as entries start and read by every AdmissionReview the webhook serves",
+    ),
+    (
+        "crates/kube-edge/src/webhook.rs",
         1,
-        "the entries whose first list is done, for the process's readiness",
+        "the serving certificate, swapped by its renewal task and read by rustls' synchronous \
+         certificate resolver on each TLS handshake",
     ),
     (
         "crates/kube-edge/src/auth.rs",

@@ -326,3 +326,107 @@ fn the_metacontroller_examples_cases_pass_offline_with_its_controllers() -> Resu
     }
     Ok(())
 }
+
+/// Cases of writes through the entry's admission webhooks, answered by a real HTTP service:
+/// a denial with its message, a default the mutation adds (the validation judging the mutated
+/// object), and an expectation that does not hold, named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_cases_run_the_mutation_then_the_validation_offline() -> Result<()> {
+    use ork_test_support::fake_service::{FakeService, Reply};
+    use serde_json::json;
+    let svc = FakeService::start(|req| {
+        let spec = &req["object"]["spec"];
+        match req["phase"].as_str() {
+            Some("mutate") if spec["replicas"].is_null() => Reply::ok(json!({"allowed": true,
+                "patch": [{"op": "add", "path": "/spec/replicas", "value": 3}]})),
+            Some("validate") if spec["replicas"] != 3 => Reply::ok(json!({"allowed": false,
+                "message": format!("replicas must be 3, not {}", spec["replicas"])})),
+            _ => Reply::ok(json!({"allowed": true, "warnings": ["checked by the test service"]})),
+        }
+    })
+    .await?;
+    let dir = temp("admission");
+    let katalog = dir.join("katalog.yaml");
+    std::fs::write(
+        &katalog,
+        format!(
+            r#"apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: t}}
+spec:
+  crds:
+    webapp:
+      apiTypes: {{group: demo.ork.dev, version: v1, kind: WebApp, plural: webapps}}
+      operatorBox:
+        reconcile:
+          default: false
+          remote:
+            endpoint: "{}"
+            admission: {{mutate: true}}
+"#,
+            svc.url
+        ),
+    )?;
+    let cases = dir.join("cases.yaml");
+    std::fs::write(
+        &cases,
+        r#"kind: Test
+metadata: {name: admission}
+katalog: katalog.yaml
+cases:
+  - name: a missing replicas is defaulted
+    admission:
+      object: {apiVersion: demo.ork.dev/v1, kind: WebApp, metadata: {name: a, namespace: shop}, spec: {image: nginx}}
+    expect:
+      admission: {allowed: true, warnings: [checked by the test service], object: {spec: {replicas: 3}}}
+  - name: two replicas are refused
+    admission:
+      operation: UPDATE
+      object: {apiVersion: demo.ork.dev/v1, kind: WebApp, metadata: {name: a, namespace: shop}, spec: {image: nginx, replicas: 2}}
+      oldObject: {apiVersion: demo.ork.dev/v1, kind: WebApp, metadata: {name: a, namespace: shop}, spec: {image: nginx, replicas: 3}}
+    expect:
+      admission: {allowed: false, message: "replicas must be 3, not 2"}
+  - name: this expectation does not hold
+    admission:
+      object: {apiVersion: demo.ork.dev/v1, kind: WebApp, metadata: {name: b}, spec: {image: nginx, replicas: 5}}
+    expect:
+      admission: {allowed: true}
+"#,
+    )?;
+    let out =
+        tokio::task::spawn_blocking(move || ork(&dir, &["test", &cases.to_string_lossy()])).await?;
+    let shown = text(&out);
+    assert!(!out.status.success(), "one case fails: {shown}");
+    assert!(
+        shown.contains("✓ a missing replicas is defaulted"),
+        "{shown}"
+    );
+    assert!(shown.contains("✓ two replicas are refused"), "{shown}");
+    assert!(
+        shown.contains("expected allowed: true, found false (replicas must be 3, not 5)"),
+        "{shown}"
+    );
+    assert!(shown.contains("2 passed, 1 failed"), "{shown}");
+    let asked: Vec<String> = svc
+        .received()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r.body["phase"].as_str().unwrap_or(""),
+                r.body["operation"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        asked[..4],
+        [
+            "mutate CREATE",
+            "validate CREATE",
+            "mutate UPDATE",
+            "validate UPDATE"
+        ],
+        "the mutation first, then the validation, as the API server calls them"
+    );
+    Ok(())
+}

@@ -79,12 +79,12 @@ pub enum BadReview {
 
 /// What the service decided, checked.
 #[derive(Debug, Clone, PartialEq)]
-struct Verdict {
-    allowed: bool,
-    message: Option<String>,
-    warnings: Vec<String>,
+pub struct Verdict {
+    pub allowed: bool,
+    pub message: Option<String>,
+    pub warnings: Vec<String>,
     /// JSON Patch operations (mutation only).
-    patch: Vec<Value>,
+    pub patch: Vec<Value>,
 }
 
 impl Admitter {
@@ -119,16 +119,7 @@ impl Admitter {
             .and_then(Value::as_str)
             .ok_or_else(|| BadReview::Malformed("no `request.uid`".into()))?
             .to_string();
-        let object = request.get("object").cloned().unwrap_or(Value::Null);
-        let asked = service_request(phase, request);
-        let answered = self
-            .transport
-            .call(&object, serde_json::to_vec(&asked).unwrap_or_default())
-            .await;
-        let verdict = match answered {
-            Err(e) => Err(self.transport.redact(&e.to_string())),
-            Ok(answer) => verdict(&answer, phase, &object),
-        };
+        let verdict = self.decide(phase, request).await;
         let (response, result) = match verdict {
             Ok(v) => {
                 let result = match (v.allowed, v.patch.is_empty()) {
@@ -151,6 +142,29 @@ impl Admitter {
             "response": response,
         }))
         .unwrap_or_default())
+    }
+
+    /// Asks the service about the write `request` describes (an AdmissionReview's `request`),
+    /// and checks its answer whole.
+    ///
+    /// # Errors
+    /// The service did not answer, or not with a verdict (what went wrong, for the outcome
+    /// `failurePolicy` gives).
+    pub async fn decide(
+        &self,
+        phase: Phase,
+        request: &Map<String, Value>,
+    ) -> Result<Verdict, String> {
+        let object = request.get("object").cloned().unwrap_or(Value::Null);
+        let asked = service_request(phase, request);
+        let answered = self
+            .transport
+            .call(&object, serde_json::to_vec(&asked).unwrap_or_default())
+            .await;
+        match answered {
+            Err(e) => Err(self.transport.redact(&e.to_string())),
+            Ok(answer) => verdict(&answer, phase, &object),
+        }
     }
 
     fn respond(&self, uid: &str, v: &Verdict) -> Value {
@@ -195,6 +209,15 @@ impl Admitter {
             ),
         }
     }
+}
+
+/// `endpoint` (a literal URL) with its path (and query) replaced by `path`.
+pub(crate) fn url(endpoint: &str, path: &str) -> String {
+    let after_scheme = endpoint.find("://").map_or(0, |i| i + 3);
+    let end = endpoint[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(endpoint.len(), |i| after_scheme + i);
+    format!("{}{path}", &endpoint[..end])
 }
 
 /// The service's request: the write, as the API server described it.
@@ -397,6 +420,110 @@ fn diff_at(path: &str, a: &Value, b: &Value, ops: &mut Vec<Value>) {
     }
 }
 
+/// Applies JSON Patch `ops` to `doc` (what the API server does with a mutation's patch).
+///
+/// # Errors
+/// An operation whose path does not exist where it must, or a failed `test`.
+pub fn apply_patch(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
+    for op in ops {
+        let kind = op.get("op").and_then(Value::as_str).unwrap_or_default();
+        let path = op.get("path").and_then(Value::as_str).unwrap_or_default();
+        let value = || op.get("value").cloned().unwrap_or(Value::Null);
+        match kind {
+            "add" => put(doc, path, value(), true)?,
+            "replace" => put(doc, path, value(), false)?,
+            "remove" => {
+                take(doc, path)?;
+            }
+            "move" | "copy" => {
+                let from = op.get("from").and_then(Value::as_str).unwrap_or_default();
+                let moved = if kind == "move" {
+                    take(doc, from)?
+                } else {
+                    doc.pointer(from)
+                        .cloned()
+                        .ok_or_else(|| format!("copy from {from}: no such path"))?
+                };
+                put(doc, path, moved, true)?;
+            }
+            "test" => {
+                if doc.pointer(path) != Some(&value()) {
+                    return Err(format!("test {path} failed"));
+                }
+            }
+            other => return Err(format!("op {other:?} is not a JSON Patch operation")),
+        }
+    }
+    Ok(())
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+fn parent<'a>(doc: &'a mut Value, path: &str) -> Result<(&'a mut Value, String), String> {
+    let (up, last) = path
+        .rsplit_once('/')
+        .ok_or_else(|| format!("{path:?} is not a JSON Pointer"))?;
+    let at = doc
+        .pointer_mut(up)
+        .ok_or_else(|| format!("{path}: {up:?} does not exist"))?;
+    Ok((at, unescape(last)))
+}
+
+fn put(doc: &mut Value, path: &str, value: Value, add: bool) -> Result<(), String> {
+    if path.is_empty() {
+        *doc = value;
+        return Ok(());
+    }
+    let (at, key) = parent(doc, path)?;
+    match at {
+        Value::Object(m) => {
+            if !add && !m.contains_key(&key) {
+                return Err(format!("replace {path}: no such member"));
+            }
+            m.insert(key, value);
+        }
+        Value::Array(a) => {
+            let index = if key == "-" {
+                a.len()
+            } else {
+                key.parse::<usize>()
+                    .map_err(|_| format!("{path}: not an index"))?
+            };
+            match (add, index <= a.len(), index < a.len()) {
+                (true, true, _) => a.insert(index, value),
+                (false, _, true) => a[index] = value,
+                _ => return Err(format!("{path}: index out of range")),
+            }
+        }
+        _ => {
+            return Err(format!(
+                "{path}: the parent is neither an object nor a list"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn take(doc: &mut Value, path: &str) -> Result<Value, String> {
+    let (at, key) = parent(doc, path)?;
+    match at {
+        Value::Object(m) => m
+            .remove(&key)
+            .ok_or_else(|| format!("remove {path}: no such member")),
+        Value::Array(a) => {
+            let index: usize = key.parse().map_err(|_| format!("{path}: not an index"))?;
+            (index < a.len())
+                .then(|| a.remove(index))
+                .ok_or_else(|| format!("{path}: index out of range"))
+        }
+        _ => Err(format!(
+            "{path}: the parent is neither an object nor a list"
+        )),
+    }
+}
+
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
@@ -433,6 +560,34 @@ mod tests {
                 json!({"op": "add", "path": "/metadata/labels/tier", "value": "web"}),
                 json!({"op": "add", "path": "/spec/replicas", "value": 2}),
             ]
+        );
+    }
+
+    #[test]
+    fn a_patch_applies_as_the_api_server_applies_it() {
+        let mut doc = object();
+        let mut defaulted = object();
+        defaulted["spec"]["replicas"] = json!(2);
+        defaulted["spec"]["image"] = json!("nginx:1");
+        defaulted["metadata"]["labels"]["a/b"] = json!("x");
+        apply_patch(&mut doc, &diff(&object(), &defaulted)).expect("applies");
+        assert_eq!(doc, defaulted);
+        let ops = [
+            json!({"op": "add", "path": "/spec/ports", "value": [80]}),
+            json!({"op": "add", "path": "/spec/ports/-", "value": 443}),
+            json!({"op": "copy", "from": "/spec/image", "path": "/spec/was"}),
+            json!({"op": "test", "path": "/spec/ports/1", "value": 443}),
+            json!({"op": "remove", "path": "/spec/ports/0"}),
+        ];
+        apply_patch(&mut doc, &ops).expect("applies");
+        assert_eq!(doc["spec"]["ports"], json!([443]));
+        assert_eq!(doc["spec"]["was"], "nginx:1");
+        assert!(
+            apply_patch(
+                &mut doc,
+                &[json!({"op": "replace", "path": "/spec/none", "value": 1})]
+            )
+            .is_err()
         );
     }
 

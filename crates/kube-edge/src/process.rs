@@ -2,7 +2,7 @@
 //! reconciles (leadership, shutdown) and which entries' caches are synced.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use tokio::sync::watch;
 
@@ -24,8 +24,9 @@ pub(crate) struct Process {
     /// The admission of each entry that asks for it, by entry name (SPEC §21).
     admitters: RwLock<BTreeMap<String, Arc<crate::admission::Admitter>>>,
     /// Where the webhook configurations send the API server, and the CA they trust, when
-    /// this process registers them itself (`--register-webhooks`).
-    pub webhook_registration: RwLock<Option<(crate::webhook::ClientBase, String)>>,
+    /// this process registers them itself (`--register-webhooks`): set once, before the
+    /// entries start.
+    pub webhook_registration: OnceLock<(crate::webhook::ClientBase, String)>,
 }
 
 impl Process {
@@ -41,7 +42,7 @@ impl Process {
             synced: Mutex::default(),
             shards: Arc::new(shards),
             admitters: RwLock::default(),
-            webhook_registration: RwLock::default(),
+            webhook_registration: OnceLock::new(),
         }
     }
 
@@ -49,6 +50,13 @@ impl Process {
     pub fn add_admitter(&self, entry: &str, admitter: Arc<crate::admission::Admitter>) {
         if let Ok(mut a) = self.admitters.write() {
             a.insert(entry.to_string(), admitter);
+        }
+    }
+
+    /// Stops serving `entry`'s admission: a review for it is answered as not served.
+    pub fn remove_admitter(&self, entry: &str) {
+        if let Ok(mut a) = self.admitters.write() {
+            a.remove(entry);
         }
     }
 

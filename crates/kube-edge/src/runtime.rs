@@ -153,6 +153,7 @@ impl Runtime {
         }
         self.process.registry.unregister(name);
         self.process.forget_synced(name);
+        self.process.remove_admitter(name);
     }
 
     /// Every entry served now with its configuration, in order: the Katalog's and the
@@ -204,8 +205,13 @@ impl Runtime {
     /// From now on, each entry that starts with admission registers its webhook
     /// configurations, calling `base` and trusting `ca_pem` (`--register-webhooks`).
     pub fn register_webhooks(&self, base: crate::webhook::ClientBase, ca_pem: String) {
-        if let Ok(mut r) = self.process.webhook_registration.write() {
-            *r = Some((base, ca_pem));
+        if self
+            .process
+            .webhook_registration
+            .set((base, ca_pem))
+            .is_err()
+        {
+            tracing::warn!("the webhook registration was already set; the first one stays");
         }
     }
 

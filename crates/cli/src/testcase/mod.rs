@@ -161,6 +161,9 @@ async fn run_case(
     katalog: &Katalog,
     options: &SimulateOptions,
 ) -> Result<Vec<String>> {
+    if let Some(write) = &case.admission {
+        return admit_case(write, case.expect.admission.as_ref(), katalog, options).await;
+    }
     let first = &case.given.crs[0];
     let namespace = first["metadata"]["namespace"].as_str().map(str::to_string);
     // A given child without a namespace is where the case's CR is.
@@ -187,6 +190,94 @@ async fn run_case(
     let report = simulate_given(katalog.clone(), given, options.clone()).await?;
     let subject = subject(first, &report);
     Ok(verdict::check(&case.expect, &subject, &report))
+}
+
+/// Sends a case's write through its entry's webhooks; the expectations that do not hold.
+async fn admit_case(
+    write: &spec::AdmissionCase,
+    expect: Option<&spec::AdmissionExpect>,
+    katalog: &Katalog,
+    options: &SimulateOptions,
+) -> Result<Vec<String>> {
+    let (api_version, kind) = (
+        write.object["apiVersion"].as_str().unwrap_or_default(),
+        write.object["kind"].as_str().unwrap_or_default(),
+    );
+    let entry = katalog
+        .spec
+        .crds
+        .iter()
+        .find(|(_, e)| {
+            let t = &e.api_types;
+            let av = if t.group.is_empty() {
+                t.version.clone()
+            } else {
+                format!("{}/{}", t.group, t.version)
+            };
+            av == api_version && t.kind == kind
+        })
+        .map(|(name, _)| name.clone())
+        .ok_or_else(|| {
+            anyhow!("admission.object: no entry of the Katalog has {kind} ({api_version})")
+        })?;
+    let admission = ork_kube::simulate::OfflineAdmission::new(katalog, &entry, options)?
+        .ok_or_else(|| anyhow!("entry {entry} has no remote.admission"))?;
+    let admitted = admission
+        .admit(&ork_kube::simulate::Write {
+            operation: write.operation.clone(),
+            object: write.object.clone(),
+            old_object: write.old_object.clone(),
+            dry_run: write.dry_run,
+        })
+        .await;
+    let mut failures = Vec::new();
+    if let Some(why) = &admitted.failed {
+        failures.push(format!("the admission service did not answer: {why}"));
+        return Ok(failures);
+    }
+    let Some(expect) = expect else {
+        if !admitted.allowed {
+            failures.push(format!(
+                "denied: {}",
+                admitted.message.as_deref().unwrap_or("(no message)")
+            ));
+        }
+        return Ok(failures);
+    };
+    if let Some(allowed) = expect.allowed
+        && allowed != admitted.allowed
+    {
+        failures.push(format!(
+            "admission: expected allowed: {allowed}, found {} ({})",
+            admitted.allowed,
+            admitted.message.as_deref().unwrap_or("no message")
+        ));
+    }
+    if let Some(text) = &expect.message
+        && !admitted
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains(text.as_str()))
+    {
+        failures.push(format!(
+            "admission.message: expected it to contain {text:?}, found {:?}",
+            admitted.message
+        ));
+    }
+    for w in &expect.warnings {
+        if !admitted.warnings.iter().any(|x| x.contains(w.as_str())) {
+            failures.push(format!(
+                "admission.warnings: none contains {w:?} ({:?})",
+                admitted.warnings
+            ));
+        }
+    }
+    if let Some(object) = &expect.object {
+        for m in subset::subset(object, &admitted.object) {
+            failures.push(format!("admission.object: {m}"));
+        }
+    }
+    Ok(failures)
 }
 
 /// The case's first CR as the run stored it (its namespace defaulted).

@@ -24,6 +24,12 @@
 //!         - {reason: Planned, note: "contained text"}
 //!       error: NotOwned           # a condition reason, or text the error message contains
 //!       steady: true
+//!   - name: a forbidden image is refused at admission
+//!     admission:                  # a write through the entry's webhooks, not a reconcile
+//!       operation: CREATE         # the default; UPDATE takes oldObject
+//!       object: {apiVersion: demo.ork.dev/v1, kind: WebApp, metadata: {name: x}, spec: {…}}
+//!     expect:
+//!       admission: {allowed: false, message: "contained text", object: {spec: {replicas: 3}}}
 //! ```
 
 use std::collections::BTreeMap;
@@ -64,8 +70,50 @@ pub struct TestCase {
     pub name: String,
     #[serde(default)]
     pub given: Given,
+    /// A write sent through the entry's admission webhooks instead of a reconcile.
+    #[serde(default)]
+    pub admission: Option<AdmissionCase>,
     #[serde(default)]
     pub expect: Expect,
+}
+
+/// `admission:` of a case: a write of a CR, as the API server would describe it to ork's
+/// webhooks (the mutation, then the validation of the mutated object).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionCase {
+    /// `CREATE` (the default), `UPDATE` or `DELETE`.
+    #[serde(default = "create")]
+    pub operation: String,
+    /// The CR written; its apiVersion and kind name the entry.
+    pub object: Value,
+    /// The stored CR, for an `UPDATE`.
+    #[serde(default)]
+    pub old_object: Option<Value>,
+    /// A server-side dry run.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+fn create() -> String {
+    "CREATE".into()
+}
+
+/// `expect.admission`: how the write fared.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionExpect {
+    #[serde(default)]
+    pub allowed: Option<bool>,
+    /// Text the denial's message contains.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Texts each contained in some warning.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// A subset match on the object after the mutation.
+    #[serde(default)]
+    pub object: Option<Value>,
 }
 
 /// What is in the cluster when the case starts.
@@ -109,6 +157,9 @@ pub struct Expect {
     /// Whether two cycles in a row must change nothing (default: not checked).
     #[serde(default)]
     pub steady: Option<bool>,
+    /// For a case with `admission:`: how the write fared.
+    #[serde(default)]
+    pub admission: Option<AdmissionExpect>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -153,9 +204,13 @@ impl TestFile {
                 file.kind
             ));
         }
-        if let Some(case) = file.cases.iter().find(|c| c.given.crs.is_empty()) {
+        if let Some(case) = file
+            .cases
+            .iter()
+            .find(|c| c.given.crs.is_empty() && c.admission.is_none())
+        {
             return Err(format!(
-                "{}: case {:?}: given.crs: at least one CR to reconcile",
+                "{}: case {:?}: given.crs: at least one CR to reconcile (or `admission:`, a write to admit)",
                 path.display(),
                 case.name
             ));

@@ -309,7 +309,7 @@ async fn start_admission(
         .map(|t| t.source().to_string())
         .ok_or_else(|| EntryError::Admission("admission needs remote.endpoint".into()))?;
     let hook = ork_katalog::metacontroller::Hook {
-        url: admission_url(&endpoint, &admission.path),
+        url: crate::admission::url(&endpoint, &admission.path),
         timeout: admission.timeout.0,
     };
     let transport = hook_transport(client, http, remote, &hook, options)?;
@@ -325,12 +325,7 @@ async fn start_admission(
         }),
     );
     tracing::info!(url = %hook.url, validate = admission.validate, mutate = admission.mutate, "admission served");
-    let registration = process
-        .webhook_registration
-        .read()
-        .ok()
-        .and_then(|r| r.clone());
-    if let Some((base, ca_pem)) = registration {
+    if let Some((base, ca_pem)) = process.webhook_registration.get() {
         let r = crate::webhook::Registration {
             entry: ctx.name.clone(),
             cr: ctx.cr_resource.clone(),
@@ -338,20 +333,11 @@ async fn start_admission(
             namespaces: ctx.entry.watched_namespaces(),
             admission: admission.clone(),
         };
-        crate::webhook::register(client, &ctx.managed_by, &[r], &base, &ca_pem)
+        crate::webhook::register(client, &ctx.managed_by, &[r], base, ca_pem)
             .await
             .map_err(|e| EntryError::Admission(e.to_string()))?;
     }
     Ok(())
-}
-
-/// `endpoint` (a literal URL) with its path (and query) replaced by `path`.
-fn admission_url(endpoint: &str, path: &str) -> String {
-    let after_scheme = endpoint.find("://").map_or(0, |i| i + 3);
-    let end = endpoint[after_scheme..]
-        .find(['/', '?', '#'])
-        .map_or(endpoint.len(), |i| after_scheme + i);
-    format!("{}{path}", &endpoint[..end])
 }
 
 /// The transport of a Metacontroller hook besides sync: the entry's, at the hook's URL and

@@ -18,6 +18,7 @@ use crate::ports::{CallFailed, ReplayError};
 use crate::process::Process;
 use crate::reconcile::Success;
 
+mod admission;
 mod check;
 pub(crate) mod memory;
 mod probe;
@@ -25,6 +26,7 @@ mod types;
 pub(crate) mod world;
 
 pub use crate::auth::OfflineSecrets;
+pub use admission::{Admitted, OfflineAdmission, Write};
 pub use check::{Checked, check};
 #[cfg(test)]
 pub(crate) use memory::MemoryCluster;
