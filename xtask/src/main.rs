@@ -97,8 +97,9 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 16] = [
+const E2E: [(&str, &str); 17] = [
     ("ork", "core"),
+    ("ork", "admission"),
     ("ork", "metacontroller"),
     ("ork", "inspect"),
     ("ork", "run"),

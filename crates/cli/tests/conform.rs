@@ -372,3 +372,117 @@ fn conform_names_the_values_a_service_failed_on_and_blames_nothing_else() -> Res
     );
     Ok(())
 }
+
+/// A service that reconciles gadgets and answers their admission at `/admit`: the mutation
+/// defaults `colour` (`settles`), or stamps a fresh counter into a label on every call (a
+/// mutation that never settles); the validation denies a `note` of `forbidden`.
+fn write_admission_service(dir: &Path, settles: bool) -> Result<PathBuf> {
+    let script = dir.join(format!("admission-{settles}.py"));
+    let mutation = if settles {
+        r#"patch = [] if "colour" in spec else [{"op": "add", "path": "/spec/colour", "value": "red"}]"#
+    } else {
+        r#"COUNT[0] += 1; patch = [{"op": "add", "path": "/metadata/labels", "value": {"stamp": str(COUNT[0])}}]"#
+    };
+    std::fs::write(
+        &script,
+        format!(
+            r#"import json, os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+COUNT = [0]
+def answer(path, req):
+    if path != "/admit":
+        return {{"result": "ok", "status": {{"seen": True}}, "resources": []}}
+    spec = (req.get("object") or {{}}).get("spec") or {{}}
+    if req.get("phase") == "mutate":
+        {mutation}
+        return {{"allowed": True, "patch": patch}}
+    if spec.get("note") == "forbidden":
+        return {{"allowed": False, "message": "note may not be forbidden"}}
+    return {{"allowed": True}}
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{{}}")
+        body = json.dumps(answer(self.path, req)).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H)
+print("listening on 127.0.0.1:%d" % s.server_port, flush=True)
+s.serve_forever()
+"#
+        ),
+    )?;
+    Ok(script)
+}
+
+/// SPEC §21 offline: an entry with `remote.admission` gets the admission checks beside the
+/// reconcile's; a mutation that patches again on its own output fails the idempotence check
+/// with the patch it sent, one that settles passes every check.
+#[test]
+fn conform_checks_the_admission_path_and_a_mutation_that_never_settles() -> Result<()> {
+    let report = |settles: bool| -> Result<(bool, String)> {
+        let dir = temp(&format!("admission-{settles}"));
+        let service = Python::start(&write_admission_service(&dir, settles)?)?;
+        let katalog = faulty_katalog(&dir, service.port)?;
+        let text_of = std::fs::read_to_string(&katalog)?;
+        std::fs::write(
+            &katalog,
+            text_of.replace(
+                "            finalize: true\n",
+                "            finalize: false\n            admission: {mutate: true}\n",
+            ),
+        )?;
+        anyhow::ensure!(
+            std::fs::read_to_string(&katalog)?.contains("admission: {mutate: true}"),
+            "the fixture asks for admission"
+        );
+        let out = ork(
+            &dir,
+            &[
+                "conform",
+                "-k",
+                &katalog.to_string_lossy(),
+                "--entry",
+                "gadget",
+            ],
+        );
+        Ok((out.status.success(), text(&out)))
+    };
+    let (passed, shown) = report(true)?;
+    assert!(
+        shown.contains("PASS protocol: every field of the schema"),
+        "the reconcile checks ran: {shown}"
+    );
+    for check in [
+        "admission: a create with every field",
+        "admission: a create with only the required fields",
+        "admission: the mutation is idempotent",
+        "admission: an update that changes nothing",
+        "admission: a dry run is judged as the write",
+    ] {
+        assert!(
+            shown.contains(&format!("PASS {check}: ")),
+            "{check}: {shown}"
+        );
+    }
+    assert!(
+        shown.contains("PASS admission: a create with only the required fields: allowed with a patch of 1 operation(s)"),
+        "the minimal sample has no colour, so it is defaulted: {shown}"
+    );
+    assert!(passed, "a settling mutation conforms: {shown}");
+
+    let (passed, shown) = report(false)?;
+    assert!(!passed, "a mutation that never settles fails: {shown}");
+    let idempotent = section(&shown, "admission: the mutation is idempotent").join("\n");
+    assert!(
+        idempotent.starts_with(
+            "FAIL admission: the mutation is idempotent: the mutation does not settle"
+        ) && idempotent.contains("the second pass patches again")
+            && idempotent.contains("\"stamp\""),
+        "{shown}"
+    );
+    Ok(())
+}

@@ -3,9 +3,11 @@
 //! [`sample`] makes CRs from its schema, [`checks`] sends their requests as `ork run` builds them
 //! through the entry's real transport, with the edge cases (finalizing, unknown request fields,
 //! a large object, the same request twice, concurrent keys), and judges every answer with the
-//! protocol's own check; [`compare`] says how two answers differ. One line per check, PASS or
+//! protocol's own check; [`compare`] says how two answers differ; [`admission`] checks the
+//! admission path of an entry that has one. One line per check, PASS or
 //! FAIL with what broke; the exit code is non-zero on any failure.
 
+mod admission;
 mod checks;
 mod compare;
 mod crd;
@@ -139,6 +141,8 @@ async fn conform(args: &ConformArgs, katalog: &Katalog) -> Result<(String, Vec<C
         replay: None,
         secrets,
     };
+    let (full_sample, minimal_sample) = (crs[0].clone(), crs[1].clone());
+    let admission = ork_kube::simulate::OfflineAdmission::new(katalog, &name, &options)?;
     let mut prober = Prober::new(katalog, &name, crs, &options)?;
     let target = match (&remote.endpoint, &remote.command) {
         (Some(url), _) => format!("POST {}", url.source()),
@@ -157,7 +161,14 @@ async fn conform(args: &ConformArgs, katalog: &Katalog) -> Result<(String, Vec<C
         workers,
         finalize: remote.finalize,
     };
-    let checked = checks::run(&mut prober, &keys, &promises).await;
+    let mut checked = checks::run(&mut prober, &keys, &promises).await;
+    if let Some(admission) = &admission {
+        let samples = admission::Samples {
+            full: &full_sample,
+            minimal: &minimal_sample,
+        };
+        checked.extend(admission::run(admission, &samples).await);
+    }
     Ok((name, checked))
 }
 
