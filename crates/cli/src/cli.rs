@@ -68,6 +68,23 @@ pub fn main() -> ExitCode {
             target,
         }) => crate::generate::rbac(&katalog, &target.names(), &controllers, metacontroller),
         Command::Reference { dir, check } => crate::reference::run(&dir, check),
+        Command::Rollout {
+            action,
+            entry,
+            server,
+            token,
+            json,
+            kubeconfig,
+            context,
+        } => crate::rollout::run(crate::rollout::RolloutArgs {
+            action,
+            entry,
+            server,
+            token,
+            json,
+            kubeconfig,
+            context,
+        }),
         Command::Retry {
             target,
             namespace,

@@ -137,6 +137,34 @@ pub(crate) enum Command {
         #[arg(long)]
         context: Option<String>,
     },
+    /// Where an entry's progressive rollout stands, or steer it (SPEC §19): `status`, `promote`
+    /// (every CR on the candidate), `abort` (every CR back on the stable endpoint), `resume`
+    /// (a halted rollout from its first share). Asked of the running ork, which lets only a
+    /// caller the API server allows to patch the entry's CRs steer it.
+    Rollout {
+        /// status, promote, abort or resume.
+        #[arg(value_enum)]
+        action: crate::rollout::Action,
+        /// The entry (its name in the Katalog).
+        #[arg(long)]
+        entry: String,
+        /// ork's HTTP address (default: $ORK_SERVER), e.g. http://127.0.0.1:8080 after
+        /// `kubectl port-forward`.
+        #[arg(long)]
+        server: Option<String>,
+        /// The bearer token to show ork (default: $ORK_TOKEN, else the kubeconfig's).
+        #[arg(long)]
+        token: Option<String>,
+        /// Print the rollout as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context.
+        #[arg(long)]
+        context: Option<String>,
+    },
 }
 
 /// The argument parser, for the reference page of every command and flag.
@@ -174,6 +202,7 @@ impl Command {
             | Command::Retry { .. }
             | Command::Reference { .. }
             | Command::Explain { .. }
+            | Command::Rollout { .. }
             | Command::Generate(Generate::Kubeconfig(_))
             | Command::E2e(_)
             | Command::Init(_)

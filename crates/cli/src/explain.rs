@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
@@ -73,24 +73,9 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
 /// What to print, and whether the CR is Ready.
 async fn run(args: ExplainArgs) -> Result<(String, bool)> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = args
-        .server
-        .clone()
-        .or_else(|| std::env::var("ORK_SERVER").ok())
-        .context(
-            "where is ork? give its HTTP address with --server URL (or $ORK_SERVER), e.g. \
-             after `kubectl -n ork-system port-forward deploy/ork 8080`: --server http://127.0.0.1:8080",
-        )?;
-    let server = server.trim_end_matches('/').to_string();
+    let server = crate::inspector_client::server(args.server.clone())?;
     let config = crate::run::kube_config(args.kubeconfig.clone(), args.context.clone()).await?;
-    let token = match args
-        .token
-        .clone()
-        .or_else(|| std::env::var("ORK_TOKEN").ok())
-    {
-        Some(t) => Some(t),
-        None => kubeconfig_token(&config)?,
-    };
+    let token = crate::inspector_client::token(args.token.clone(), &config)?;
     let client = ork_kube::client::client(config, ork_kube::client::Protocol::Negotiated)?;
     let Found {
         api,
@@ -101,21 +86,7 @@ async fn run(args: ExplainArgs) -> Result<(String, bool)> {
         .get(&name)
         .await
         .with_context(|| format!("reading {}/{name}", resource.kind))?;
-    if token.is_some()
-        && let Some(host) = plain_http_remote_host(&server)
-    {
-        eprintln!(
-            "ork explain: warning: sending your bearer token over plain http:// to {host}, which is not loopback: anyone on the way can read it and act as you. Use `kubectl port-forward` and --server http://127.0.0.1:PORT, or https://"
-        );
-    }
-    let http = reqwest::Client::builder()
-        .build()
-        .context("an HTTP client")?;
-    let ork = Ork {
-        http,
-        server: server.clone(),
-        token,
-    };
+    let ork = crate::inspector_client::Ork::new("ork explain", server.clone(), token)?;
     // The record is asked for by the CR's type (`Kind.group`), which needs only `get` on this
     // CR: a tenant of one namespace may explain its CRs without listing every entry's.
     let by_type = format!("{}.{}", resource.kind, resource.group);
@@ -146,51 +117,6 @@ async fn run(args: ExplainArgs) -> Result<(String, bool)> {
         );
     }
     Ok((text, ready))
-}
-
-/// ork's HTTP endpoints, asked with the caller's token.
-struct Ork {
-    http: reqwest::Client,
-    server: String,
-    token: Option<String>,
-}
-
-impl Ork {
-    async fn get(&self, path: &str) -> Result<Value> {
-        let url = format!("{}{path}", self.server);
-        let mut req = self.http.get(&url);
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
-        }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("asking ork at {url}"))?;
-        let status = resp.status();
-        let body = resp.text().await.unwrap_or_default();
-        if !status.is_success() {
-            bail!("ork answered {status} for {path}: {}", body.trim());
-        }
-        serde_json::from_str::<Value>(&body)
-            .with_context(|| format!("ork's answer for {path} is not JSON"))
-    }
-}
-
-/// The bearer token of the kubeconfig's user, if it has one (a client certificate has none).
-fn kubeconfig_token(config: &kube::Config) -> Result<Option<String>> {
-    use secrecy::ExposeSecret;
-    if let Some(t) = &config.auth_info.token {
-        return Ok(Some(t.expose_secret().to_string()));
-    }
-    match &config.auth_info.token_file {
-        Some(file) => Ok(Some(
-            std::fs::read_to_string(file)
-                .with_context(|| format!("reading the kubeconfig's token file {file}"))?
-                .trim()
-                .to_string(),
-        )),
-        None => Ok(None),
-    }
 }
 
 fn condition<'a>(cr: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
@@ -392,22 +318,6 @@ fn step(s: &Value) -> String {
     format!("{} {at}: {what}", text(&s["kind"]))
 }
 
-/// The host of `server` when it is plain `http://` to a host that is not loopback: a token sent
-/// there crosses the network readable (finding L8 of issue 47).
-fn plain_http_remote_host(server: &str) -> Option<String> {
-    let url = reqwest::Url::parse(server).ok()?;
-    if url.scheme() != "http" {
-        return None;
-    }
-    let host = url.host_str()?;
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    (!loopback).then(|| host.to_string())
-}
-
 /// `text` with the characters that reorder or hide what a terminal shows (bidirectional
 /// overrides and isolates, zero-width marks) written as `<U+202E>`: service text in a record
 /// cannot make explain's output read other than it is.
@@ -477,21 +387,6 @@ fn save(dir: &std::path::Path, cr: &DynamicObject, record: &Value) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_token_over_plain_http_to_another_host_is_named() {
-        for server in ["http://10.0.0.7:8080", "http://ork.example:8080/"] {
-            assert!(plain_http_remote_host(server).is_some(), "{server}");
-        }
-        for server in [
-            "http://127.0.0.1:8080",
-            "http://localhost:8080",
-            "http://[::1]:8080",
-            "https://ork.example:8443",
-        ] {
-            assert_eq!(plain_http_remote_host(server), None, "{server}");
-        }
-    }
 
     #[test]
     fn characters_that_reorder_a_terminal_line_are_shown_not_obeyed() {

@@ -41,6 +41,8 @@ pub fn inspector(runtime: Runtime, guard: Guard) -> Router {
         .route("/katalog", get(katalog))
         .route("/katalog/{entry}", get(entry_report))
         .route("/katalog/{entry}/health", get(entry_health))
+        .route("/katalog/{entry}/rollout", get(rollout_status))
+        .route("/katalog/{entry}/rollout/{action}", post(rollout_command))
         .route("/katalog/{entry}/objects", get(objects))
         .route("/katalog/{entry}/cr", get(objects))
         .route("/katalog/{entry}/objects/{name}", get(cluster_object))
@@ -250,10 +252,74 @@ async fn entry_report(
     let (Some(config), Some(report)) = (runtime.config(&entry), runtime.entry(&entry)) else {
         return no_entry(&entry);
     };
-    json(
-        StatusCode::OK,
-        &serde_json::json!({"name": entry, "config": config, "stats": report}),
-    )
+    let mut body = serde_json::json!({"name": entry, "config": config, "stats": report});
+    if let Some(Some(rollout)) = runtime.rollout(&entry, None).await {
+        body["rollout"] = rollout;
+    }
+    json(StatusCode::OK, &body)
+}
+
+/// The entry's rollout as it stands (SPEC §19), for a caller who may read the entry.
+async fn rollout_status(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(entry): Path<String>,
+) -> Response {
+    if let Err(refused) = admit_entry(&runtime, &guard, peer, &headers, &entry).await {
+        return refused;
+    }
+    rollout_answer(&runtime, &entry, None).await
+}
+
+/// `ork rollout promote|abort|resume`: for a caller who may `patch` the entry's CRs wherever
+/// the entry watches them (who may change every CR may choose which version serves them).
+async fn rollout_command(
+    State(AppState { runtime, guard }): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path((entry, action)): Path<(String, String)>,
+) -> Response {
+    let command = match action.as_str() {
+        "promote" => ork_kube::RolloutCommand::Promote,
+        "abort" => ork_kube::RolloutCommand::Abort,
+        "resume" => ork_kube::RolloutCommand::Resume,
+        other => {
+            return (
+                StatusCode::NOT_FOUND,
+                format!("{other:?} is not a rollout command (promote, abort, resume)\n"),
+            )
+                .into_response();
+        }
+    };
+    let Some(checks) = crate::guard::entry_checks(&runtime, &entry) else {
+        return guard.unknown(peer, &headers, no_entry(&entry)).await;
+    };
+    let patches: Vec<ReadCheck> = checks
+        .into_iter()
+        .map(|c| ReadCheck { verb: "patch", ..c })
+        .collect();
+    if let Err(refused) = guard.admit(peer, &headers, &patches).await {
+        return refused;
+    }
+    tracing::info!(entry = %entry, command = %action, "rollout command");
+    rollout_answer(&runtime, &entry, Some(command)).await
+}
+
+async fn rollout_answer(
+    runtime: &Runtime,
+    entry: &str,
+    command: Option<ork_kube::RolloutCommand>,
+) -> Response {
+    match runtime.rollout(entry, command).await {
+        Some(Some(v)) => json(StatusCode::OK, &v),
+        Some(None) => (
+            StatusCode::NOT_FOUND,
+            format!("entry {entry:?} has no remote.rollout\n"),
+        )
+            .into_response(),
+        None => no_entry(entry),
+    }
 }
 
 /// Every CR of the entry with where it stands and its last reconcile, and the counts.

@@ -30,6 +30,9 @@ pub enum Reason {
     /// done (a Metacontroller controller's next sync observes the children it just made,
     /// SPEC §15).
     Written,
+    /// The entry's rollout moved the CR to the other endpoint (a step, a halt, a promotion,
+    /// SPEC §19): background work, like a resync.
+    Rollout,
     /// Children of a CR that went without ork's finalizer are to be deleted. The weakest
     /// reason: any other one for the same key takes its place (the sweep runs all the same).
     Sweep,
@@ -70,6 +73,7 @@ impl Reason {
             Reason::Gained => "gained",
             Reason::Manual => "manual",
             Reason::Written => "written",
+            Reason::Rollout => "rollout",
             Reason::Sweep => "sweep",
         }
     }

@@ -57,6 +57,18 @@ pub const ANSWER_WARNING: EventReason = reason(
     "Warning",
     "Something the answer check let through but ignored (an intent field ork does not know), told when the reconcile is news.",
 );
+pub const ROLLOUT: EventReason = reason(
+    "Rollout",
+    true,
+    "Normal",
+    "The entry's rollout moved the CR to the other endpoint (a step, a promotion, a resume): which endpoint reconciled it and where the rollout stands.",
+);
+pub const ROLLOUT_HALTED: EventReason = reason(
+    "RolloutHalted",
+    true,
+    "Warning",
+    "The entry's rollout halted (its candidate failed more than its rule allows, or `ork rollout abort`): the CR was reconciled by the stable endpoint again, and why.",
+);
 pub const FINALIZED: EventReason = reason(
     "Finalized",
     true,
@@ -85,4 +97,6 @@ pub const EVENT_REASONS: &[EventReason] = &[
     FINALIZED,
     DECORATED,
     SYNC_ERROR,
+    ROLLOUT,
+    ROLLOUT_HALTED,
 ];

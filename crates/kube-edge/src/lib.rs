@@ -55,4 +55,5 @@ pub use controller::{RunError, RunOptions};
 pub use entry::EntryError;
 pub use metrics::specimen as metrics_specimen;
 pub use ports::{Owner, WriteError};
+pub use registry::RolloutCommand;
 pub use runtime::{Drained, EntryReport, Runtime};

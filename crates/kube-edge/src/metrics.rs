@@ -44,6 +44,13 @@ struct StateLabels {
     state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    entry: String,
+    endpoint: String,
+    result: String,
+}
+
 fn seconds_histogram() -> Histogram {
     // 1 ms to ~33 s.
     Histogram::new(exponential_buckets(0.001, 2.0, 16))
@@ -72,6 +79,8 @@ pub(crate) struct Metrics {
     inspector_reviews: Family<ReviewLabels, Counter>,
     inspector_throttled: Counter,
     admissions: Family<AdmissionLabels, Histogram, fn() -> Histogram>,
+    rollout_reconciles: Family<EndpointLabels, Counter>,
+    rollout_percent: Family<StateLabels, Gauge>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -223,6 +232,18 @@ impl Metrics {
             "TokenReviews (review=token) and SubjectAccessReviews (review=access) the inspector asked the API server, by result",
             inspector_reviews.clone(),
         );
+        let rollout_reconciles = Family::<EndpointLabels, Counter>::default();
+        registry.register(
+            "ork_rollout_reconciles",
+            "Reconciles of an entry with a rollout by the endpoint that served them (stable, candidate) and result (ok, error)",
+            rollout_reconciles.clone(),
+        );
+        let rollout_percent = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "ork_rollout_percent",
+            "The share of an entry's CRs its rollout's candidate serves, labelled with the rollout's state (Progressing, Promoted, Halted)",
+            rollout_percent.clone(),
+        );
         let inspector_throttled = Counter::default();
         registry.register(
             "ork_inspector_throttled",
@@ -230,6 +251,8 @@ impl Metrics {
             inspector_throttled.clone(),
         );
         Metrics {
+            rollout_reconciles,
+            rollout_percent,
             inspector_reviews,
             inspector_throttled,
             admissions,
@@ -316,6 +339,36 @@ impl Metrics {
                 result: result.into(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    /// A reconcile of an entry with a rollout ended, served by `endpoint`.
+    pub fn rollout_reconciled(&self, entry: &str, endpoint: &str, result: &str) {
+        self.rollout_reconciles
+            .get_or_create(&EndpointLabels {
+                entry: entry.into(),
+                endpoint: endpoint.into(),
+                result: result.into(),
+            })
+            .inc();
+    }
+
+    /// The rollout of `entry` now serves `percent` of its CRs from the candidate, in `state`
+    /// (the series of its other states are removed).
+    pub fn rollout_percent(&self, entry: &str, state: &str, percent: u32) {
+        for other in ["Progressing", "Promoted", "Halted"] {
+            if other != state {
+                self.rollout_percent.remove(&StateLabels {
+                    entry: entry.into(),
+                    state: other.into(),
+                });
+            }
+        }
+        self.rollout_percent
+            .get_or_create(&StateLabels {
+                entry: entry.into(),
+                state: state.into(),
+            })
+            .set(i64::from(percent));
     }
 
     pub fn unchanged_at_start(&self, entry: &str) {
@@ -433,6 +486,8 @@ pub fn specimen() -> String {
     m.inspector_review("<review>", "<result>");
     m.inspector_throttled();
     m.admission("<entry>", "<phase>", "<result>", took);
+    m.rollout_reconciled("<entry>", "<endpoint>", "<result>");
+    m.rollout_percent("<entry>", "<state>", 0);
     m.encode()
 }
 

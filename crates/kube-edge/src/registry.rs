@@ -23,6 +23,17 @@ pub struct CrossError {
 }
 
 /// What the runtime may ask of a started entry (its loop answers).
+/// What `ork rollout` asks of an entry's rollout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RolloutCommand {
+    /// Every CR on the candidate now.
+    Promote,
+    /// Every CR back on the stable endpoint.
+    Abort,
+    /// A halted rollout starts over from its first share.
+    Resume,
+}
+
 pub(crate) trait EntryHandle: Send + Sync {
     /// Queue depth and reconciles in flight.
     fn load(&self) -> (usize, usize);
@@ -39,6 +50,10 @@ pub(crate) trait EntryHandle: Send + Sync {
     /// The flight recorder of one CR (its key), or every CR's summary; `None` when the entry
     /// does not answer (it is stopping).
     fn inspect(&self, key: Option<String>) -> BoxFuture<'static, Option<Value>>;
+    /// The entry's rollout, after `command` when one is given; `None` when the entry does not
+    /// answer, `Some(None)` when it has no rollout.
+    fn rollout(&self, command: Option<RolloutCommand>)
+    -> BoxFuture<'static, Option<Option<Value>>>;
 }
 
 /// What one started entry shows the others.

@@ -458,6 +458,17 @@ impl Runtime {
         e.handle.inspect(key).await
     }
 
+    /// The rollout of `entry` (SPEC §19), after `command` when one is given: `None` when
+    /// there is no such started entry, `Some(None)` when it has no rollout.
+    pub async fn rollout(
+        &self,
+        entry: &str,
+        command: Option<crate::registry::RolloutCommand>,
+    ) -> Option<Option<serde_json::Value>> {
+        let e = self.process.registry.get(entry)?;
+        e.handle.rollout(command).await
+    }
+
     /// Prometheus text, with the per-entry gauges brought up to date.
     pub async fn metrics_text(&self) -> String {
         for e in self.entries() {

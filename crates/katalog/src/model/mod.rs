@@ -24,6 +24,7 @@ mod operator_box;
 mod payload;
 mod reconcile;
 mod remote;
+mod rollout;
 mod setup;
 
 pub use admission::{Admission, FailurePolicy, MAX_ADMISSION_TIMEOUT, Operation};
@@ -38,6 +39,7 @@ pub use operator_box::{CrossRef, CrossSelector, Observe, OperatorBox, RuntimeBox
 pub use payload::{ChildResourcePayload, ChildrenPayload, ObjectPayload, Payload};
 pub use reconcile::{OnStart, Queue, Reconcile, RetryBackoff};
 pub use remote::{RateLimit, Remote};
+pub use rollout::{Halt, Rollout};
 pub use setup::{Setup, SetupWait};
 
 pub use crate::sentinel::Sentinel;

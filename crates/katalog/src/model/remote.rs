@@ -12,6 +12,7 @@ use super::auth::{Auth, Tls};
 use super::defaults::yes;
 use super::managed::ManagedResource;
 use super::payload::Payload;
+use super::rollout::Rollout;
 use crate::duration::Duration;
 use crate::limits::{MAX_BURST, MAX_QPS, MIN_BURST, MIN_QPS, MIN_RESPONSE_BYTES};
 use crate::template::{SharedNotes, Template};
@@ -87,6 +88,10 @@ pub struct Remote {
     /// service to admit (and perhaps default) each before it is stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<Admission>,
+    /// A candidate endpoint serving a share of the CRs, grown by steps, halted back to
+    /// `endpoint` when it fails more than it (SPEC §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
     #[serde(skip)]
     #[schemars(skip)]
     pub(crate) notes: Option<SharedNotes>,

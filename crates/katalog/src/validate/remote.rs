@@ -37,6 +37,104 @@ pub(super) fn check_remote(f: &mut Findings, rp: &str, remote: &Remote, scope: &
     if let Some(admission) = &remote.admission {
         check_admission(f, rp, remote, admission);
     }
+    if let Some(rollout) = &remote.rollout {
+        check_rollout(f, rp, remote, rollout);
+    }
+}
+
+/// A rollout's candidate is a literal URL beside an HTTP `endpoint`; its shares are
+/// percentages that only grow; its halt rule is a rate, a count and a span.
+fn check_rollout(f: &mut Findings, rp: &str, remote: &Remote, r: &crate::model::Rollout) {
+    let at = format!("{rp}.rollout");
+    if remote.endpoint.is_none() {
+        f.add(
+            at.clone(),
+            "a rollout needs `endpoint`: the candidate is another HTTP endpoint beside the stable one",
+            None,
+        );
+    }
+    if r.endpoint.is_literal() {
+        check_endpoint(f, &at, &r.endpoint);
+        if remote
+            .endpoint
+            .as_ref()
+            .is_some_and(|e| e.source() == r.endpoint.source())
+        {
+            f.add(
+                format!("{at}.endpoint"),
+                "the candidate is the stable endpoint itself",
+                None,
+            );
+        }
+    } else {
+        f.add(
+            format!("{at}.endpoint"),
+            "the candidate endpoint must be a literal URL: a CR does not choose which version serves it",
+            None,
+        );
+    }
+    if r.percent > 100 {
+        f.add(
+            format!("{at}.percent"),
+            format!("percent {} is outside 0..100", r.percent),
+            None,
+        );
+    }
+    let mut before = r.percent;
+    for (i, step) in r.steps.iter().enumerate() {
+        if *step > 100 {
+            f.add(
+                format!("{at}.steps[{i}]"),
+                format!("step {step} is outside 0..100"),
+                None,
+            );
+        } else if *step <= before {
+            f.add(
+                format!("{at}.steps[{i}]"),
+                format!("step {step} does not grow the share ({before} before it)"),
+                Some("list the percentages in increasing order, e.g. steps: [25, 50, 100]"),
+            );
+        }
+        before = *step;
+    }
+    if !r.steps.is_empty() && r.interval.is_none() {
+        f.add(
+            format!("{at}.interval"),
+            "steps need an interval: how long each share runs before the next",
+            Some("e.g. interval: 10m"),
+        );
+    }
+    if r.interval
+        .is_some_and(|i| i.0 < std::time::Duration::from_secs(1))
+    {
+        f.add(
+            format!("{at}.interval"),
+            "interval must be at least 1s",
+            None,
+        );
+    }
+    let h = &r.halt;
+    if !(0.0..=1.0).contains(&h.max_failure_rate) {
+        f.add(
+            format!("{at}.halt.maxFailureRate"),
+            format!("maxFailureRate {} is outside 0..1", h.max_failure_rate),
+            Some("a share of the candidate's reconciles, e.g. 0.2 for one in five"),
+        );
+    }
+    if h.min_reconciles == 0 {
+        f.add(
+            format!("{at}.halt.minReconciles"),
+            "minReconciles must be at least 1",
+            None,
+        );
+    }
+    if h.window.0 < std::time::Duration::from_secs(1) {
+        f.add(
+            format!("{at}.halt.window"),
+            "window must be at least 1s",
+            None,
+        );
+    }
 }
 
 /// Admission asks the HTTP endpoint's own host, named in the Katalog (a CR being admitted

@@ -69,6 +69,20 @@ impl EntryHandle for LoopHandle {
         let _ = self.inputs.send(Input::Wake);
     }
 
+    fn rollout(
+        &self,
+        command: Option<crate::registry::RolloutCommand>,
+    ) -> BoxFuture<'static, Option<Option<serde_json::Value>>> {
+        let (reply, answer) = oneshot::channel();
+        let asked = self.inputs.send(Input::Rollout { command, reply });
+        Box::pin(async move {
+            match asked {
+                Ok(()) => answer.await.ok(),
+                Err(_) => None,
+            }
+        })
+    }
+
     fn inspect(&self, key: Option<String>) -> BoxFuture<'static, Option<serde_json::Value>> {
         let (reply, answer) = oneshot::channel();
         let asked = self.inputs.send(Input::Inspect { key, reply });

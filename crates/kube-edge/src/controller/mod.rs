@@ -9,6 +9,7 @@ mod lane;
 mod live;
 mod observe;
 mod recorder;
+mod rollout;
 mod schedule;
 mod scopes;
 mod start;

@@ -54,6 +54,9 @@ pub(crate) struct Record {
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_ms: Option<u64>,
+    /// The endpoint that served it, for an entry with a rollout: `stable` or `candidate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<&'static str>,
     /// The plan as JSON text, packed (it is there for every CR): see [`Recorder::plan`].
     #[serde(skip)]
     pub plan: Option<Packed>,
@@ -98,6 +101,7 @@ impl Record {
             && self.reason == newer.reason
             && self.message == newer.message
             && self.stalled == newer.stalled
+            && self.endpoint == newer.endpoint
             && self.plan == newer.plan
     }
 
@@ -267,6 +271,7 @@ mod tests {
             stalled: false,
             duration_ms: 1,
             call_ms: Some(1),
+            endpoint: None,
             plan: None,
             next: None,
             times: 1,

@@ -93,6 +93,18 @@ pub(crate) async fn start_entry(
         .map_err(EntryError::Tls)?;
     let transport: Arc<dyn Transport> =
         Arc::from(for_remote(&remote, &options.katalog_dir, credential, tls)?);
+    // A rollout's candidate: the same request, credential and TLS at its own URL (SPEC §19).
+    let candidate = remote
+        .rollout
+        .as_ref()
+        .map(|r| {
+            let hook = ork_katalog::metacontroller::Hook {
+                url: r.endpoint.source().to_string(),
+                timeout: remote.timeout.get(),
+            };
+            hook_transport(&client, &http, &remote, &hook, &options)
+        })
+        .transpose()?;
     let hooks = match &entry.metacontroller {
         Some(c) => Hooks {
             finalize: c
@@ -252,6 +264,7 @@ pub(crate) async fn start_entry(
         ctx: ctx.clone(),
         cluster,
         transport: transport.clone(),
+        candidate,
         live: live.clone(),
         process: process.clone(),
     });

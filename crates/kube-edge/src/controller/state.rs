@@ -20,6 +20,7 @@ use super::lane::Lane;
 use super::live::LiveView;
 use super::observe::Step;
 use super::recorder::{Record, Recorder};
+use super::rollout::{Change, Phase, Rollout, Route};
 use super::schedule::Schedule;
 use crate::cache::{Cache, CacheWriter};
 use crate::entry::EntryContext;
@@ -28,6 +29,7 @@ use crate::index::{ChildView, CrView, Effect, Index, Stray};
 use crate::inputs::{InputEvent, InputStore};
 use crate::process::Process;
 use crate::reconcile::{Done, Job, Success, Swept};
+use crate::registry::RolloutCommand;
 use crate::shard_set::shard_of;
 
 /// Something that happened to an entry.
@@ -68,6 +70,12 @@ pub(crate) enum Input {
         total: u32,
         reply: oneshot::Sender<BTreeMap<u32, usize>>,
     },
+    /// `ork rollout`: the rollout as it stands, after `command` when one is given (SPEC §19);
+    /// `None` when the entry has no rollout.
+    Rollout {
+        command: Option<RolloutCommand>,
+        reply: oneshot::Sender<Option<Value>>,
+    },
     /// What the flight recorder holds: of one CR (its key), or a summary of every CR.
     Inspect {
         key: Option<String>,
@@ -82,6 +90,8 @@ pub(crate) struct Work {
     pub reason: Reason,
     pub strays: Vec<Stray>,
     pub job: Option<Job>,
+    /// The endpoint that serves it (the stable one unless the entry's rollout says otherwise).
+    pub route: Route,
 }
 
 /// How a [`Work`] ended.
@@ -97,6 +107,8 @@ pub(crate) struct Finished {
     pub took: Duration,
     /// The failure as the CR's condition says it (credential taken out).
     pub error: Option<String>,
+    /// The endpoint that served it.
+    pub route: Route,
 }
 
 /// The entry's load as others see it (`/katalog`, metrics, the lane, shard hand-over).
@@ -141,6 +153,11 @@ pub(crate) struct EntryState {
     /// Per key, how many `written` syncs in a row wrote children again (see
     /// [`MAX_WRITTEN_SYNCS`]).
     written: HashMap<String, u8>,
+    /// The entry's progressive rollout, when `remote.rollout` asks for one (SPEC §19).
+    rollout: Option<Rollout>,
+    /// The CRs the rollout moved to the other endpoint whose next reconcile has not ended yet:
+    /// when it does, an event on the CR tells which endpoint served it and why.
+    rollout_moved: std::collections::HashSet<String>,
     published_health: watch::Sender<Health>,
     published_load: watch::Sender<Load>,
 }
@@ -175,6 +192,8 @@ impl EntryState {
             recorder: Recorder::default(),
             causes: HashMap::new(),
             written: HashMap::new(),
+            rollout: ctx.remote.rollout.as_ref().map(Rollout::new),
+            rollout_moved: std::collections::HashSet::new(),
             process,
             ctx,
         }
@@ -207,6 +226,7 @@ impl EntryState {
         input: Input,
         now: Instant,
     ) -> Option<Result<Success, ReconcileError>> {
+        self.rollout_step(now);
         match input {
             Input::Cr(step) => self.cr_step(step),
             Input::Child {
@@ -264,6 +284,18 @@ impl EntryState {
                 self.enqueue_where(Reason::Gained, |k| shard_of(k, total) == shard);
             }
             Input::Wake => {}
+            Input::Rollout { command, reply } => {
+                let change = match (command, self.rollout.as_mut()) {
+                    (Some(RolloutCommand::Promote), Some(r)) => r.promote(now),
+                    (Some(RolloutCommand::Abort), Some(r)) => r.abort(now),
+                    (Some(RolloutCommand::Resume), Some(r)) => r.resume(now),
+                    _ => None,
+                };
+                if let Some(change) = change {
+                    self.rollout_changed(change);
+                }
+                let _ = reply.send(self.rollout.as_ref().map(|r| r.show(now)));
+            }
             Input::Inspect { key, reply } => {
                 let shown = match key {
                     Some(key) => self.inspect(&key),
@@ -319,6 +351,7 @@ impl EntryState {
                     self.inputs.forget(&key);
                     self.recorder.forget(&key);
                     self.written.remove(&key);
+                    self.rollout_moved.remove(&key);
                 }
             }
         }
@@ -445,11 +478,13 @@ impl EntryState {
         if job.is_some() {
             self.index.begin(&key);
         }
+        let route = self.route(&key);
         Some(Work {
             key,
             reason,
             strays,
             job,
+            route,
         })
     }
 
@@ -547,6 +582,7 @@ impl EntryState {
             attempt,
             took,
             error,
+            route,
         } = finished;
         if let Some(swept) = swept {
             // The sweep's deletes are the work's own writes: a child event they caused that
@@ -588,6 +624,9 @@ impl EntryState {
         let effects = self.index.finish(&key, own);
         self.schedule
             .finished(&key, Some(&outcome), &mut self.health, now);
+        if let Some(later) = self.rollout_reconciled(&key, route, outcome.is_err(), now) {
+            self.lane.push(&key, later);
+        }
         let wall_now = k8s_openapi::jiff::Timestamp::now();
         let next = self.schedule.due_at(&key).map(|at| {
             let wall = wall_now + at.saturating_duration_since(Instant::now());
@@ -628,6 +667,7 @@ impl EntryState {
                 call_ms: exchange
                     .call
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                endpoint: self.rollout.is_some().then_some(route.as_str()),
                 plan,
                 next,
                 times: 1,
@@ -758,7 +798,111 @@ impl EntryState {
 
     /// When something is due next.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.schedule.next_deadline()
+        let step = self.rollout.as_ref().and_then(Rollout::next_step_at);
+        [self.schedule.next_deadline(), step]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The endpoint that serves `key` now.
+    fn route(&self, key: &str) -> Route {
+        self.rollout
+            .as_ref()
+            .map_or(Route::Stable, |r| r.route(key))
+    }
+
+    /// The rollout's next step, when it is due at `now`.
+    fn rollout_step(&mut self, now: Instant) {
+        if let Some(change) = self.rollout.as_mut().and_then(|r| r.tick(now)) {
+            self.rollout_changed(change);
+        }
+    }
+
+    /// The rollout moved CRs from one endpoint to the other: each is reconciled again by the
+    /// endpoint that serves it now (background work, paced by the entry's workers).
+    fn rollout_changed(&mut self, change: Change) {
+        let Some(rollout) = &self.rollout else {
+            return;
+        };
+        let endpoint = rollout.endpoint();
+        match &change.phase {
+            Phase::Halted(why) => tracing::warn!(
+                candidate = %endpoint, from = change.from, reason = %why,
+                "rollout halted: every CR back on the stable endpoint"
+            ),
+            Phase::Promoted => tracing::info!(
+                candidate = %endpoint, from = change.from,
+                "rollout promoted: every CR on the candidate"
+            ),
+            Phase::Progressing => tracing::info!(
+                candidate = %endpoint, from = change.from, to = change.to,
+                "rollout step: the candidate serves a new share of the CRs"
+            ),
+        }
+        self.process
+            .metrics
+            .rollout_percent(&self.ctx.name, change.phase.as_str(), change.to);
+        let moves = |k: &str| change.moves(super::rollout::bucket(k));
+        self.rollout_moved.extend(self.index.keys_where(moves));
+        self.enqueue_where(Reason::Rollout, moves);
+    }
+
+    /// A reconcile served by `route` ended: the rollout counts it (and may halt), and the first
+    /// reconcile of a CR the rollout moved tells the CR which endpoint served it now and why.
+    fn rollout_reconciled(
+        &mut self,
+        key: &str,
+        route: Route,
+        failed: bool,
+        now: Instant,
+    ) -> Option<crate::reconcile::Later> {
+        let rollout = self.rollout.as_mut()?;
+        self.process.metrics.rollout_reconciled(
+            &self.ctx.name,
+            route.as_str(),
+            if failed { "error" } else { "ok" },
+        );
+        if let Some(change) = rollout.observe(route, failed, now) {
+            self.rollout_changed(change);
+        }
+        // A reconcile handed out before the move ended by the endpoint the CR left: the CR's
+        // next reconcile (queued by the move) is the one to tell.
+        let rollout = self.rollout.as_ref()?;
+        if rollout.route(key) != route || !self.rollout_moved.remove(key) {
+            return None;
+        }
+        let kind = &self.ctx.cr_resource.kind;
+        let (type_, why, note) = match (route, rollout.phase()) {
+            (Route::Stable, Phase::Halted(halted)) => (
+                kube::runtime::events::EventType::Warning,
+                crate::event_reasons::ROLLOUT_HALTED.of(kind),
+                format!("Reconciled by the stable endpoint again: the rollout halted: {halted}"),
+            ),
+            (route, _) => (
+                kube::runtime::events::EventType::Normal,
+                crate::event_reasons::ROLLOUT.of(kind),
+                format!(
+                    "Reconciled by the {} endpoint: the rollout of {} is at {} % ({})",
+                    route.as_str(),
+                    rollout.endpoint(),
+                    rollout.percent(),
+                    rollout.phase().as_str(),
+                ),
+            ),
+        };
+        let cr = self.crs_read.get(key)?;
+        Some(crate::reconcile::Later::new(
+            crate::ports::CrRef::of(&cr),
+            None,
+            vec![kube::runtime::events::Event {
+                type_,
+                reason: why,
+                note: Some(note),
+                action: "Reconcile".into(),
+                secondary: None,
+            }],
+        ))
     }
 }
 
@@ -997,6 +1141,7 @@ spec:
                 attempt: 1,
                 took: Duration::ZERO,
                 error: None,
+                route: Route::Stable,
             };
             self.state
                 .handle(Input::Finished(Box::new(finished)), Instant::now());
@@ -1388,6 +1533,7 @@ spec:
             ctx: e.state.ctx().clone(),
             cluster: Arc::new(MemoryCluster::default()),
             transport: Arc::new(Panics),
+            candidate: None,
             live: e.live.clone(),
             process: e.process.clone(),
         };

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 
 use super::live::LiveView;
+use super::rollout::Route;
 use super::state::{Finished, Work};
 use crate::entry::EntryContext;
 use crate::error::ReconcileError;
@@ -20,15 +21,26 @@ pub(crate) struct Worker {
     pub ctx: Arc<EntryContext>,
     pub cluster: Arc<dyn Cluster>,
     pub transport: Arc<dyn Transport>,
+    /// The transport of the rollout's candidate endpoint, when the entry has one.
+    pub candidate: Option<Arc<dyn Transport>>,
     pub live: Arc<LiveView>,
     pub process: Arc<Process>,
 }
 
 impl Worker {
     fn ports(&self) -> Ports<'_> {
+        self.ports_of(Route::Stable)
+    }
+
+    /// The ports of a reconcile served by `route`'s endpoint.
+    fn ports_of(&self, route: Route) -> Ports<'_> {
+        let transport = match (route, &self.candidate) {
+            (Route::Candidate, Some(candidate)) => candidate.as_ref(),
+            _ => self.transport.as_ref(),
+        };
         Ports {
             cluster: self.cluster.as_ref(),
-            transport: self.transport.as_ref(),
+            transport,
             live: self.live.as_ref(),
             metrics: &self.process.metrics,
         }
@@ -42,20 +54,28 @@ impl Worker {
             reason,
             strays,
             job,
+            route,
         } = work;
+        // Without a candidate's transport (`ork simulate`, `ork diff`) the stable endpoint
+        // serves every reconcile, and says so.
+        let route = if self.candidate.is_some() {
+            route
+        } else {
+            Route::Stable
+        };
         let swept = if strays.is_empty() {
             None
         } else {
             Some(sweep(&self.ctx, self.ports(), &key, strays).await)
         };
         let done = match &job {
-            Some(job) => Some(self.reconcile(job).await),
+            Some(job) => Some(self.reconcile(job, route).await),
             None => None,
         };
         let error = done
             .as_ref()
             .and_then(|d| d.outcome.as_ref().err())
-            .map(|e| self.transport.redact(&e.to_string()));
+            .map(|e| self.ports_of(route).transport.redact(&e.to_string()));
         Finished {
             key,
             reason,
@@ -64,12 +84,13 @@ impl Worker {
             attempt: job.as_ref().map_or(1, |j| j.attempt),
             took: started.elapsed(),
             error,
+            route,
         }
     }
 
     /// One reconcile; a panic is caught and recorded as its failure.
-    async fn reconcile(&self, job: &Job) -> Done {
-        let ports = self.ports();
+    async fn reconcile(&self, job: &Job, route: Route) -> Done {
+        let ports = self.ports_of(route);
         let caught = std::panic::AssertUnwindSafe(reconcile(&self.ctx, ports, job))
             .catch_unwind()
             .await;

@@ -390,6 +390,7 @@ impl Prepared {
                     ctx: worker.ctx.clone(),
                     cluster: rehearsal.clone(),
                     transport: worker.transport.clone(),
+                    candidate: None,
                     live: worker.live.clone(),
                     process: worker.process.clone(),
                 };

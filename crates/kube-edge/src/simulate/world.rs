@@ -319,6 +319,7 @@ pub(crate) fn assemble(
         ctx: ctx.clone(),
         cluster,
         transport,
+        candidate: None,
         live,
         process,
     };
