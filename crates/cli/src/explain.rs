@@ -217,8 +217,17 @@ fn render(kind: &str, cr: &DynamicObject, record: &Value, full: bool) -> String 
             let _ = write!(line, " ({cause})");
         }
         let _ = write!(line, "  {} ms", r["durationMs"].as_u64().unwrap_or(0));
-        if let Some(call) = r["callMs"].as_u64() {
-            let _ = write!(line, " (service {call} ms)");
+        match (r["callMs"].as_u64(), r["endpoint"].as_str()) {
+            (Some(call), Some(endpoint)) => {
+                let _ = write!(line, " ({endpoint} service {call} ms)");
+            }
+            (Some(call), None) => {
+                let _ = write!(line, " (service {call} ms)");
+            }
+            (None, Some(endpoint)) => {
+                let _ = write!(line, " ({endpoint} endpoint)");
+            }
+            (None, None) => {}
         }
         if let Some(times) = r["times"].as_u64() {
             let _ = write!(line, "  ×{times} in a row (the last shown)");

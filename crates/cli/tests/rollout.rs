@@ -12,7 +12,7 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::api::{Api, ListParams};
 use ork_test_support::fake_service::{FakeService, Reply};
-use ork_test_support::{TestNamespace, client, wait_for};
+use ork_test_support::{TestNamespace, apply_yaml, client, service_account_token, wait_for};
 use serde_json::{Value, json};
 
 use common::{WAIT, create_webapp, start_katalog, webapps};
@@ -250,6 +250,27 @@ async fn a_rollout_serves_its_hashed_share_halts_on_failures_and_is_steered_by_h
         "the flight recorder says which endpoint served each reconcile: {record}"
     );
 
+    let target = format!("webapp/{first}");
+    let (explained, server) = (
+        tokio::task::spawn_blocking({
+            let ns = ns.name.clone();
+            move || {
+                Command::new(env!("CARGO_BIN_EXE_ork"))
+                    .args(["explain", &target, "-n", &ns, "--full"])
+                    .arg(format!("--server=http://{addr}"))
+                    .env("KUBECONFIG", ork_test_support::kubeconfig_path())
+                    .output()
+            }
+        })
+        .await??,
+        addr,
+    );
+    let shown = String::from_utf8_lossy(&explained.stdout);
+    ensure!(
+        shown.contains("(stable service") && shown.contains("(candidate service"),
+        "ork explain names the endpoint of each reconcile (ork at {server}): {shown}"
+    );
+
     // Fixed, resumed, then promoted by hand: every CR on the candidate.
     candidate.set_script(answer("candidate"));
     let (code, resumed) = ork_rollout(addr, "resume").await?;
@@ -258,6 +279,45 @@ async fn a_rollout_serves_its_hashed_share_halts_on_failures_and_is_steered_by_h
         (served(&cms).await.ok()? == want).then_some(())
     })
     .await?;
+    // A reader of the entry sees the rollout but may not steer it.
+    apply_yaml(
+        &client,
+        &format!(
+            r#"apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: reader}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: webapp-reader}}
+rules:
+  - {{apiGroups: [demo.ork.dev], resources: [webapps], verbs: [get, list, watch]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: webapp-reader}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: webapp-reader}}
+subjects: [{{kind: ServiceAccount, name: reader, namespace: {ns}}}]
+"#,
+            ns = ns.name
+        ),
+        &ns.name,
+    )
+    .await?;
+    let reader = service_account_token(&client, &ns.name, "reader").await?;
+    let (code, _) = common::get_as(addr, "/katalog/webapp/rollout", &reader).await?;
+    ensure!(code == 200, "a reader reads the rollout: {code}");
+    let refused = reqwest::Client::new()
+        .post(format!("http://{addr}/katalog/webapp/rollout/promote"))
+        .bearer_auth(&reader)
+        .send()
+        .await?
+        .status()
+        .as_u16();
+    ensure!(refused == 403, "a reader may not promote: {refused}");
+    let (_, status) = ork_rollout(addr, "status").await?;
+    ensure!(status["phase"] == "Progressing", "still: {status}");
+
     let (code, promoted) = ork_rollout(addr, "promote").await?;
     ensure!(
         code == 0 && promoted["phase"] == "Promoted" && promoted["percent"] == 100,

@@ -615,3 +615,55 @@ fn orkestra_s_entry_level_admission_points_at_remote_admission() {
         "{p:?}"
     );
 }
+
+#[test]
+fn a_rollout_s_shares_grow_within_0_to_100_its_candidate_is_literal_and_its_fields_are_known() {
+    let ok = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            rollout: {endpoint: \"http://127.0.0.1:9000/reconcile\", percent: 5, steps: [25, 100], interval: 10m}\n",
+    );
+    let k = load_str(&ok, Path::new("k.yaml")).expect("valid");
+    let r = k.spec.crds["webapp"]
+        .operator_box
+        .reconcile
+        .remote
+        .as_ref()
+        .and_then(|r| r.rollout.clone())
+        .expect("rollout");
+    assert_eq!((r.percent, r.steps.as_slice()), (5, &[25, 100][..]));
+    assert_eq!(r.halt, ork_katalog::Halt::default());
+
+    let yaml = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            rollout:\n              endpoint: \"http://{{ .metadata.name }}/r\"\n              percent: 150\n              steps: [50, 40]\n              halt: {maxFailureRate: 2}\n",
+    );
+    let found = problems(&yaml);
+    let mut paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            format!("{REMOTE}.rollout.endpoint"),
+            format!("{REMOTE}.rollout.halt.maxFailureRate"),
+            format!("{REMOTE}.rollout.interval"),
+            format!("{REMOTE}.rollout.percent"),
+            format!("{REMOTE}.rollout.steps[0]"),
+            format!("{REMOTE}.rollout.steps[1]"),
+        ]
+    );
+    let percent = found
+        .iter()
+        .find(|p| p.path.ends_with("rollout.percent"))
+        .expect("percent");
+    assert_eq!(percent.line, Some(line_of(&yaml, "percent: 150")));
+    assert!(percent.message.contains("outside 0..100"), "{percent}");
+
+    let yaml = broken(
+        "            timeout: 10s\n",
+        "            timeout: 10s\n            rollout: {endpoint: \"http://127.0.0.1:9000/r\", precent: 5}\n",
+    );
+    let p = problems(&yaml);
+    let p = only(&p);
+    assert_eq!(p.path, format!("{REMOTE}.rollout.precent"));
+    assert_eq!(p.hint.as_deref(), Some("did you mean \"percent\"?"));
+}
