@@ -772,3 +772,94 @@ async fn a_restart_calls_only_what_changed_while_ork_was_down_and_on_start_call_
     .await?;
     Ok(())
 }
+
+/// SPEC §19: an entry reconfigured while ork was down (here its `args`) calls each CR whose
+/// CR and children did not change, so it gets the new configuration's answer, each at its
+/// own moment of a spread (the resync period, at most five minutes) rather than all at once;
+/// a restart with the same configuration calls none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconfigured_entry_calls_its_unchanged_crs_each_in_its_turn() -> Result<()> {
+    let svc = one_config_map_each().await?;
+    let ns = TestNamespace::create(&client().await?).await?;
+    let katalog = configmap_katalog(&ns.name, &svc.url, 2, "").replace(
+        "          workers: ",
+        "          resync: 6s\n          workers: ",
+    );
+    anyhow::ensure!(katalog.contains("resync: 6s"), "the fixture sets a resync");
+    let (client, ork) = start_katalog(&ns, &katalog).await?;
+    let names = ["a", "b", "c", "d"];
+    for name in names {
+        create_webapp(&client, &ns.name, name, "v1").await?;
+    }
+    let api = webapps(&client, &ns.name).await?;
+    for name in names {
+        wait_ready(&api, name, "True").await?;
+    }
+    wait_for("every CR sealed", WAIT, || async {
+        let list = api.list(&Default::default()).await.ok()?;
+        (list.items.len() == names.len()
+            && list.items.iter().all(|o| {
+                o.annotations()
+                    .get("orkestra.orkspace.io/metrics")
+                    .is_some_and(|m| m.contains("seal"))
+            }))
+        .then_some(())
+    })
+    .await?;
+    let seals = |list: &kube::core::ObjectList<DynamicObject>| -> Vec<String> {
+        list.items
+            .iter()
+            .filter_map(|o| {
+                let m: Value =
+                    serde_json::from_str(o.annotations().get("orkestra.orkspace.io/metrics")?)
+                        .ok()?;
+                m["seal"].as_str().map(str::to_string)
+            })
+            .collect()
+    };
+    let first_seals = seals(&api.list(&Default::default()).await?);
+    drop(ork);
+
+    let reconfigured = katalog.replace(
+        "            timeout: 5s\n",
+        "            timeout: 5s\n            args: {tier: gold}\n",
+    );
+    anyhow::ensure!(
+        reconfigured.contains("tier: gold"),
+        "the fixture changes args"
+    );
+    let (_, ork) = start_katalog(&ns, &reconfigured).await?;
+    let gold = |name: &str| {
+        svc.received().iter().any(|r| {
+            r.body["object"]["metadata"]["name"] == name && r.body["args"]["tier"] == "gold"
+        })
+    };
+    wait_for("every CR called with the new args", WAIT, || async {
+        names.iter().all(|n| gold(n)).then_some(())
+    })
+    .await?;
+    let turns = ork
+        .log()
+        .matches("the entry was reconfigured since its last reconcile; called in its turn")
+        .count();
+    anyhow::ensure!(
+        turns == names.len(),
+        "each unchanged CR was called in its turn, not at the start: {turns}"
+    );
+    // Sealed under the new configuration: the next restart calls nobody.
+    wait_for("every CR sealed under the new args", WAIT, || async {
+        let now = seals(&api.list(&Default::default()).await.ok()?);
+        (now.len() == names.len() && now.iter().all(|s| !first_seals.contains(s))).then_some(())
+    })
+    .await?;
+    drop(ork);
+    let (_, ork) = start_katalog(&ns, &reconfigured).await?;
+    wait_for("the unchanged CRs counted", WAIT, || async {
+        let text = get(ork.probes().await.ok()?, "/metrics").await.ok()?.1;
+        text.lines()
+            .any(|l| l.starts_with("ork_unchanged_at_start_total{") && l.ends_with(" 4"))
+            .then_some(())
+    })
+    .await?;
+    Ok(())
+}

@@ -68,6 +68,8 @@ pub(crate) struct EntryContext {
     /// The label and annotation keys ork writes on the CR (the entry's `labels`/`annotations`):
     /// not a user's change.
     pub own_metadata: BTreeSet<String>,
+    /// The fingerprint of the entry's configuration in each CR's seal ([`crate::seal`]).
+    pub config_seal: u64,
     /// `Kind.group` of the CRs, as ork marks the children no owner reference covers
     /// ([`crate::labels::OWNER_KIND`]).
     pub owner_kind: String,
@@ -159,7 +161,9 @@ impl EntryContext {
             .chain(entry.annotations.keys())
             .cloned()
             .collect();
+        let config_seal = crate::seal::config_fingerprint(&remote);
         Ok(EntryContext {
+            config_seal,
             finalizer,
             hooks: Hooks::default(),
             related: None,

@@ -119,8 +119,8 @@ impl Schedule {
         Some(now.saturating_duration_since(since))
     }
 
-    /// `key` is queued for `at` (a retry, a requeue, a sweep).
-    fn add_at(&mut self, key: String, reason: Reason, at: Instant) {
+    /// `key` is queued for `at` (a retry, a requeue, a sweep, a reconfigured entry's spread).
+    pub fn add_at(&mut self, key: String, reason: Reason, at: Instant) {
         self.waiting_since.entry(key.clone()).or_insert(at);
         self.queue.add_at(key, reason, at);
     }

@@ -158,6 +158,8 @@ pub(crate) struct EntryState {
     /// The CRs the rollout moved to the other endpoint whose next reconcile has not ended yet:
     /// when it does, an event on the CR tells which endpoint served it and why.
     rollout_moved: std::collections::HashSet<String>,
+    /// The time the last input or hand-out was given (what [`EntryState::work`] counts from).
+    now: Instant,
     published_health: watch::Sender<Health>,
     published_load: watch::Sender<Load>,
 }
@@ -194,6 +196,7 @@ impl EntryState {
             written: HashMap::new(),
             rollout: ctx.remote.rollout.as_ref().map(Rollout::new),
             rollout_moved: std::collections::HashSet::new(),
+            now: Instant::now(),
             process,
             ctx,
         }
@@ -226,6 +229,7 @@ impl EntryState {
         input: Input,
         now: Instant,
     ) -> Option<Result<Success, ReconcileError>> {
+        self.now = now;
         self.rollout_step(now);
         match input {
             Input::Cr(step) => self.cr_step(step),
@@ -399,6 +403,7 @@ impl EntryState {
     /// flight, with what its reconcile reads. Keys of shards this replica does not hold, and
     /// keys with nothing left to do, are let go.
     pub fn hand_out(&mut self, now: Instant, workers: usize) -> Vec<Work> {
+        self.now = now;
         let mut out = Vec::new();
         while self.schedule.in_flight() < workers {
             let Some((key, reason)) = self.schedule.next(now) else {
@@ -424,6 +429,7 @@ impl EntryState {
     /// (`ork simulate` hands them out one by one with [`EntryState::work`]); in a resync,
     /// every CR.
     pub fn take_due(&mut self, now: Instant, resync: bool) -> Vec<(String, Reason)> {
+        self.now = now;
         if resync {
             self.enqueue_where(Reason::Resync, |_| true);
         }
@@ -465,15 +471,30 @@ impl EntryState {
             return None;
         }
         // A start, a leadership or a shard gained: a CR unchanged since ork's last successful
-        // reconcile of it is not called (it keeps its resync).
-        if strays.is_empty()
-            && matches!(reason, Reason::Create | Reason::Gained)
-            && job.as_ref().is_some_and(|j| self.unchanged_since_sealed(j))
-        {
-            tracing::debug!(%key, "unchanged since its last reconcile; not called");
-            self.process.metrics.unchanged_at_start(&self.ctx.name);
-            self.schedule.skip(&key);
-            return None;
+        // reconcile of it is not called (it keeps its resync); one whose entry was
+        // reconfigured since is called at its own moment of a spread, not with every other.
+        let since = match &job {
+            Some(j) if strays.is_empty() && matches!(reason, Reason::Create | Reason::Gained) => {
+                self.since_sealed(j)
+            }
+            _ => crate::seal::Since::Changed,
+        };
+        match since {
+            crate::seal::Since::Unchanged => {
+                tracing::debug!(%key, "unchanged since its last reconcile; not called");
+                self.process.metrics.unchanged_at_start(&self.ctx.name);
+                self.schedule.skip(&key);
+                return None;
+            }
+            crate::seal::Since::Reconfigured => {
+                let spread = reconfigured_spread(&self.ctx);
+                let at = self.now + reconfigured_delay(&key, spread);
+                tracing::debug!(%key, in_ms = at.saturating_duration_since(self.now).as_millis(), "the entry was reconfigured since its last reconcile; called in its turn");
+                self.schedule.skip(&key);
+                self.schedule.add_at(key, Reason::Resync, at);
+                return None;
+            }
+            crate::seal::Since::Changed => {}
         }
         if job.is_some() {
             self.index.begin(&key);
@@ -490,10 +511,12 @@ impl EntryState {
 
     /// Whether `job`'s CR and children are what ork's last successful reconcile of it left
     /// ([`crate::seal`]): Ready at its generation, the same spec, labels and annotations,
-    /// the same children holding the same content. `reconcile.onStart: call` says never.
-    fn unchanged_since_sealed(&self, job: &crate::reconcile::Job) -> bool {
+    /// the same children holding the same content; and whether the entry was reconfigured
+    /// since. `reconcile.onStart: call` says always changed.
+    fn since_sealed(&self, job: &crate::reconcile::Job) -> crate::seal::Since {
+        use crate::seal::Since;
         if self.ctx.entry.operator_box.reconcile.on_start == ork_katalog::OnStart::Call {
-            return false;
+            return Since::Changed;
         }
         let cr = job.cr.as_ref();
         let status = cr.data.get("status");
@@ -508,16 +531,17 @@ impl EntryState {
             .and_then(|s| s.get("observedGeneration"))
             .and_then(Value::as_i64);
         if !ready || observed != cr.metadata.generation {
-            return false;
+            return Since::Changed;
         }
         let Some(sealed) = crate::reconcile::last_seal(cr) else {
-            return false;
+            return Since::Changed;
         };
         let children = job
             .children
             .iter()
             .map(|(c, o)| (c, crate::index::child_fingerprint(o)));
-        sealed == crate::seal::seal(cr, &self.ctx.own_metadata, children)
+        let now = crate::seal::seal(cr, &self.ctx.own_metadata, children, self.ctx.config_seal);
+        crate::seal::compare(&sealed, &now)
     }
 
     /// Everything the reconcile of `key` reads; `None` when the CR is gone.
@@ -904,6 +928,27 @@ impl EntryState {
             }],
         ))
     }
+}
+
+/// The longest spread of the calls a reconfigured entry owes its unchanged CRs.
+const RECONFIGURED_SPREAD: Duration = Duration::from_secs(300);
+
+/// Over how long the CRs of a reconfigured entry are called: the resync period, at most
+/// [`RECONFIGURED_SPREAD`].
+fn reconfigured_spread(ctx: &EntryContext) -> Duration {
+    let resync = ctx.entry.operator_box.reconcile.resync.get();
+    if resync.is_zero() {
+        RECONFIGURED_SPREAD
+    } else {
+        resync.min(RECONFIGURED_SPREAD)
+    }
+}
+
+/// When in `spread` the CR at `key` is called after its entry was reconfigured: its phase, a
+/// hash of its key, so the calls come evenly over the spread.
+fn reconfigured_delay(key: &str, spread: Duration) -> Duration {
+    let ms = u64::try_from(spread.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(resync_phase(key, ms))
 }
 
 /// Where in a resync period of `period` milliseconds the CR at `key` is resynced: a hash of

@@ -243,7 +243,7 @@ fn seal_after(ctx: &EntryContext, job: &Job, own: &OwnWrites) -> String {
     for a in &own.applied {
         children.insert(&a.child, a.fingerprint);
     }
-    crate::seal::seal(&job.cr, &ctx.own_metadata, children)
+    crate::seal::seal(&job.cr, &ctx.own_metadata, children, ctx.config_seal)
 }
 
 /// The object a gate sees: the CR plus `health` (the entry's health summary).
