@@ -49,94 +49,94 @@ const LOCKS: &[(&str, usize, &str)] = &[
         "a counter naming inline manifests uniquely within the run",
     ),
     (
-        "crates/kube-edge/src/packed.rs",
+        "crates/kube/src/packed.rs",
         1,
         "the compression dictionary a packer trains once and every watch of the kind shares",
     ),
     (
-        "crates/kube-edge/src/runtime.rs",
+        "crates/kube/src/runtime.rs",
         1,
         "the entries a Katalog reload replaces, read by the HTTP endpoints",
     ),
     (
-        "crates/kube-edge/src/simulate/memory.rs",
+        "crates/kube/src/simulate/memory.rs",
         1,
         "`ork simulate`'s in-memory cluster, written by reconciles it drives one at a time",
     ),
     (
-        "crates/kube-edge/src/diff/rehearsal.rs",
+        "crates/kube/src/diff/rehearsal.rs",
         1,
         "one CR's `ork diff` journal of the dry-run writes its reconcile made, read once at its end",
     ),
     (
-        "crates/kube-edge/src/process.rs",
+        "crates/kube/src/process.rs",
         2,
         "the entries whose first list is done, for the process's readiness; the admitter of \
          each entry, added as entries start and read by every AdmissionReview the webhook serves",
     ),
     (
-        "crates/kube-edge/src/webhook.rs",
+        "crates/kube/src/webhook.rs",
         1,
         "the serving certificate, swapped by its renewal task and read by rustls' synchronous \
          certificate resolver on each TLS handshake",
     ),
     (
-        "crates/kube-edge/src/auth.rs",
+        "crates/kube/src/auth.rs",
         2,
         "a credential and a TLS transport, replaced by their Secret's watch, read per call",
     ),
     (
-        "crates/kube-edge/src/cache.rs",
+        "crates/kube/src/cache.rs",
         2,
         "a watch's cache: one writer (its entry loop), read by reconciles and the inspector",
     ),
     (
-        "crates/kube-edge/src/registry.rs",
+        "crates/kube/src/registry.rs",
         1,
         "each entry's published view, for `observe.cross` reads of other entries",
     ),
     (
-        "crates/kube-edge/src/access.rs",
+        "crates/kube/src/access.rs",
         1,
         "the inspector's memo of the API server's access answers, shared by its requests",
     ),
     (
-        "crates/kube-edge/src/related.rs",
+        "crates/kube/src/related.rs",
         1,
         "a customize hook's related rules, written by reconciles, read by the related watch",
     ),
     (
-        "crates/kube-edge/src/shard_set.rs",
+        "crates/kube/src/shard_set.rs",
         1,
         "the shards this replica holds, written by the shard protocol, read by every entry",
     ),
     (
-        "crates/kube-edge/src/wake.rs",
+        "crates/kube/src/wake.rs",
         2,
         "reconciles in flight, read by the runtime's park hook, which has no context to be given",
     ),
     (
-        "crates/kube-edge/src/index/mod.rs",
+        "crates/kube/src/index/mod.rs",
         1,
         "the namespace interner every entry's index shares",
     ),
     (
-        "crates/kube-edge/src/ports/cluster.rs",
+        "crates/kube/src/ports/cluster.rs",
         1,
         "discovery answers for related types, filled by concurrent reconciles",
     ),
     (
-        "crates/kube-edge/src/ports/events.rs",
+        "crates/kube/src/ports/events.rs",
         1,
         "the event series per object and reason, shared by the writers of events",
     ),
     (
-        "crates/kube-edge/src/ports/transport.rs",
+        "crates/kube/src/ports/transport.rs",
         1,
         "an entry's call rate limit, taken by every concurrent reconcile",
     ),
     (
-        "crates/kube-edge/src/controller/lane.rs",
+        "crates/kube/src/controller/lane.rs",
         1,
         "the lane's queue of CR writes, filled by the entry loop, drained by the lane task",
     ),
@@ -147,7 +147,7 @@ const RUNTIME_CRATES: &[&str] = &[
     "cli",
     "engine",
     "katalog",
-    "kube-edge",
+    "kube",
     "protocol",
     "remote",
 ];
@@ -223,7 +223,7 @@ fn every_lock_and_static_atomic_of_the_runtime_is_listed_with_its_reason() {
     let found = locks_found(root);
     // The scan must see the code, not an empty folder.
     assert!(
-        found.contains_key("crates/kube-edge/src/cache.rs"),
+        found.contains_key("crates/kube/src/cache.rs"),
         "{found:?}"
     );
     let listed: std::collections::BTreeMap<String, usize> = LOCKS
