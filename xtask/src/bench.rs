@@ -1,6 +1,8 @@
 //! `cargo xtask bench [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K]
 //! [--no-idle] [--no-p5]`: release build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the
 //! baselines, the kopf peer and ork doing the same job on the local cluster, measured in one run.
+//! `cargo xtask bench admission [WRITES] [--concurrency C]`: what ork's admission webhook adds to
+//! a write, beside the service's own time (crates/test-support/src/bench/admission.rs).
 //!
 //! With `KUBECONFIG` set, that cluster is used as it is (one cluster per machine: reuse a running
 //! one rather than starting another); otherwise the local cluster is started if needed and

@@ -143,14 +143,7 @@ const LOCKS: &[(&str, usize, &str)] = &[
 ];
 
 /// The crates whose code runs in ork (not its test and bench tooling).
-const RUNTIME_CRATES: &[&str] = &[
-    "cli",
-    "engine",
-    "katalog",
-    "kube",
-    "protocol",
-    "remote",
-];
+const RUNTIME_CRATES: &[&str] = &["cli", "engine", "katalog", "kube", "protocol", "remote"];
 
 /// Locks and static atomics declared in `code` (blanked, tests removed): a `Mutex<` or
 /// `RwLock<` type, or a `static` whose type is an atomic.
@@ -222,10 +215,7 @@ fn every_lock_and_static_atomic_of_the_runtime_is_listed_with_its_reason() {
         .expect("xtask sits in the workspace root");
     let found = locks_found(root);
     // The scan must see the code, not an empty folder.
-    assert!(
-        found.contains_key("crates/kube/src/cache.rs"),
-        "{found:?}"
-    );
+    assert!(found.contains_key("crates/kube/src/cache.rs"), "{found:?}");
     let listed: std::collections::BTreeMap<String, usize> = LOCKS
         .iter()
         .map(|(file, n, reason)| {

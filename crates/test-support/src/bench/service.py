@@ -3,6 +3,7 @@
 and a status. Standard library only; HTTP/1.1 keep-alive on 127.0.0.1.
 
 POST /reconcile  {"object": <Widget>, ...}  -> {"result": "ok", "status": {...}, "resources": [2 ConfigMaps]}
+POST /admit      {"phase": "validate", "object": <Widget>, ...} -> {"allowed": true} (not counted)
 GET  /calls      -> the number of POSTs answered so far (the service-side call counter)
 GET  /span/K/M   -> seconds between the K-th and the M-th POST answered
 GET  /times/K/M  -> when each of the K-th to the M-th POST was answered, in seconds after the K-th
@@ -93,6 +94,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         global CALLS
         length = int(self.headers.get("Content-Length") or 0)
+        if self.path == "/admit":
+            request = json.loads(self.rfile.read(length) or b"{}")
+            allowed = isinstance(request.get("object"), dict)
+            self.reply(200, {"allowed": allowed})
+            return
         try:
             answer = reconcile(json.loads(self.rfile.read(length)))
         except Exception as e:  # a broken request is the caller's bug: say so

@@ -55,6 +55,11 @@ pub struct Proc {
 }
 
 impl Proc {
+    /// The process `child`, called `name` in the report.
+    pub fn new(name: &'static str, child: Child) -> Proc {
+        Proc { name, child }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

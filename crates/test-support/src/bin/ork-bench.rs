@@ -21,6 +21,8 @@
 //! updated latencies (P5: during a full resync). Run it through `cargo xtask bench`. Loopback
 //! only; nothing here is a pass/fail test.
 
+#[path = "../bench/admission.rs"]
+mod admission;
 #[path = "../bench/baseline.rs"]
 mod baseline;
 #[path = "../bench/http1.rs"]
@@ -118,6 +120,9 @@ async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("baseline-client") {
         return baseline_client(&args[1..]).await;
+    }
+    if args.get(1).map(String::as_str) == Some("admission") {
+        return admission_bench(&args).await;
     }
     let args = parse_args(&args)?;
     // target/release/ork → target/bench (generated files, logs) and target/bench-venv (kopf).
@@ -243,6 +248,40 @@ async fn main() -> Result<()> {
         print!("{}", report.text());
     }
     eprintln!("ork-bench: deleting the bench namespaces");
+    Ok(())
+}
+
+/// `ork-bench ORK admission [WRITES] [--concurrency C]` (see `bench/admission.rs`).
+async fn admission_bench(args: &[String]) -> Result<()> {
+    let usage = "usage: ork-bench ORK_BINARY admission [WRITES] [--concurrency C]";
+    let ork = PathBuf::from(args.first().context(usage)?);
+    let (mut writes, mut concurrency) = (1000, 50);
+    let mut it = args[2..].iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--concurrency" => {
+                concurrency = it
+                    .next()
+                    .and_then(|c| c.parse().ok())
+                    .filter(|c| *c >= 1)
+                    .context(usage)?;
+            }
+            n => writes = n.parse().ok().filter(|n| *n >= 1).context(usage)?,
+        }
+    }
+    let target = ork
+        .parent()
+        .and_then(|p| p.parent())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let work = target.join("bench");
+    std::fs::create_dir_all(&work)?;
+    let client = client().await?;
+    apply_yaml(&client, systems::CRD, "default").await?;
+    wait_crd_established(&client, "widgets.bench.ork.dev").await?;
+    eprintln!("ork-bench admission: {writes} writes per path, {concurrency} at once …");
+    let r = admission::run(&ork, &work, client, &kubeconfig_path(), writes, concurrency).await?;
+    print!("{}", admission::text(&r));
     Ok(())
 }
 
