@@ -1,6 +1,7 @@
 //! `cargo xtask bench [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K]
-//! [--no-idle] [--no-p5]`: release build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the
-//! baselines, the kopf peer and ork doing the same job on the local cluster, measured in one run.
+//! [--no-idle] [--no-p5] [--diff]`: release build, then `ork-bench` (crates/test-support/src/bin/ork-bench.rs): the
+//! baselines, the kopf peer and ork doing the same job on the local cluster, measured in one run;
+//! `--diff` adds `ork diff` over the converged CRs beside a full pass of ork.
 //! `cargo xtask bench admission [WRITES] [--concurrency C]`: what ork's admission webhook adds to
 //! a write, beside the service's own time (crates/test-support/src/bench/admission.rs).
 //!

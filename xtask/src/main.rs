@@ -97,9 +97,10 @@ fn take_version<'a>(args: &[&'a str]) -> Result<(String, Vec<&'a str>)> {
 }
 
 /// The test targets that run against the cluster (`test --e2e`): package, integration test.
-const E2E: [(&str, &str); 17] = [
+const E2E: [(&str, &str); 18] = [
     ("ork", "core"),
     ("ork", "admission"),
+    ("ork", "rollout"),
     ("ork", "metacontroller"),
     ("ork", "inspect"),
     ("ork", "run"),

@@ -298,25 +298,27 @@ fn the_orkestra_remote_example_service_conforms_with_its_token() -> Result<()> {
     Ok(())
 }
 
-/// A service that crashes on every request (closes the connection) or refuses every CR with
-/// `result: error`, written as its author would, in Python.
-fn write_service(dir: &Path, mode: &str) -> Result<PathBuf> {
-    let script = dir.join(format!("{mode}.py"));
+/// A Python service, written as its author would, listening on `$PORT` (its first line names the
+/// port): `answer_py` defines `answer(path, request)`, each POST's JSON answer, or `None` to
+/// close the connection without one.
+fn python_service(dir: &Path, name: &str, answer_py: &str) -> Result<PathBuf> {
+    let script = dir.join(format!("{name}.py"));
     std::fs::write(
         &script,
         format!(
             r#"import json, os, socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-MODE = "{mode}"
+{answer_py}
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        if MODE == "crash":
+        req = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{{}}")
+        answered = answer(self.path, req)
+        if answered is None:
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
-        body = json.dumps({{"result": "error", "error": "no quota for this tenant"}}).encode()
+        body = json.dumps(answered).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
@@ -329,6 +331,17 @@ s.serve_forever()
         ),
     )?;
     Ok(script)
+}
+
+/// A service that crashes on every request (closes the connection) or refuses every CR with
+/// `result: error`.
+fn write_service(dir: &Path, mode: &str) -> Result<PathBuf> {
+    let answer = if mode == "crash" {
+        "def answer(path, req):\n    return None\n"
+    } else {
+        "def answer(path, req):\n    return {\"result\": \"error\", \"error\": \"no quota for this tenant\"}\n"
+    };
+    python_service(dir, mode, answer)
 }
 
 /// Issue 46 (5): FAIL lines carried the transport error alone, the concurrency check blamed
@@ -377,18 +390,13 @@ fn conform_names_the_values_a_service_failed_on_and_blames_nothing_else() -> Res
 /// defaults `colour` (`settles`), or stamps a fresh counter into a label on every call (a
 /// mutation that never settles); the validation denies a `note` of `forbidden`.
 fn write_admission_service(dir: &Path, settles: bool) -> Result<PathBuf> {
-    let script = dir.join(format!("admission-{settles}.py"));
     let mutation = if settles {
         r#"patch = [] if "colour" in spec else [{"op": "add", "path": "/spec/colour", "value": "red"}]"#
     } else {
         r#"COUNT[0] += 1; patch = [{"op": "add", "path": "/metadata/labels", "value": {"stamp": str(COUNT[0])}}]"#
     };
-    std::fs::write(
-        &script,
-        format!(
-            r#"import json, os
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-COUNT = [0]
+    let answer = format!(
+        r#"COUNT = [0]
 def answer(path, req):
     if path != "/admit":
         return {{"result": "ok", "status": {{"seen": True}}, "resources": []}}
@@ -399,23 +407,9 @@ def answer(path, req):
     if spec.get("note") == "forbidden":
         return {{"allowed": False, "message": "note may not be forbidden"}}
     return {{"allowed": True}}
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{{}}")
-        body = json.dumps(answer(self.path, req)).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-s = ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H)
-print("listening on 127.0.0.1:%d" % s.server_port, flush=True)
-s.serve_forever()
 "#
-        ),
-    )?;
-    Ok(script)
+    );
+    python_service(dir, &format!("admission-{settles}"), &answer)
 }
 
 /// SPEC §21 offline: an entry with `remote.admission` gets the admission checks beside the

@@ -7,7 +7,7 @@ use std::time::Instant;
 use ork_kube::simulate::{Admitted, OfflineAdmission, Write};
 use serde_json::Value;
 
-use super::checks::{Checked, Verdict};
+use super::checks::{Checked, Found, Verdict, checked};
 
 /// The samples the writes are made of.
 pub struct Samples<'a> {
@@ -79,19 +79,6 @@ fn create(object: &Value) -> Write {
         object: object.clone(),
         old_object: None,
         dry_run: false,
-    }
-}
-
-type Found = (String, Verdict, Vec<String>);
-
-fn checked(name: &'static str, found: Found, started: Instant) -> Checked {
-    let (summary, verdict, notes) = found;
-    Checked {
-        name,
-        summary,
-        verdict,
-        notes,
-        time: started.elapsed(),
     }
 }
 

@@ -110,9 +110,9 @@ pub async fn run(prober: &mut Prober, keys: &Keys, promises: &Promises) -> Vec<C
 }
 
 /// What a check found: a summary, the verdict and notes.
-type Found = (String, Verdict, Vec<String>);
+pub(super) type Found = (String, Verdict, Vec<String>);
 
-fn checked(name: &'static str, found: Found, started: Instant) -> Checked {
+pub(super) fn checked(name: &'static str, found: Found, started: Instant) -> Checked {
     let (summary, verdict, notes) = found;
     Checked {
         name,

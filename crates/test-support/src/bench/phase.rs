@@ -192,7 +192,7 @@ pub const PACE: usize = 2_000;
 pub const STOP_LIMIT: Duration = Duration::from_secs(30);
 
 impl Bench {
-    fn limit(&self) -> Duration {
+    pub(crate) fn limit(&self) -> Duration {
         Duration::from_secs(120 + self.n as u64 / 5)
     }
 
@@ -232,7 +232,7 @@ impl Bench {
     /// phase caused, including low-priority writes after convergence, is then all counted.
     /// Waits until the API server has had no writes for 1.5 s (the lane's annotations and
     /// events written), at most a minute, or a second per 100 CRs in scale mode.
-    async fn settle(&self) -> Result<()> {
+    pub(crate) async fn settle(&self) -> Result<()> {
         let limit = Duration::from_secs(60).max(Duration::from_secs(self.n as u64 / 100));
         let deadline = Instant::now() + limit;
         let mut last = ApiCounts::read(&self.client).await?.writes().total();
@@ -528,7 +528,7 @@ impl Bench {
         })
     }
 
-    fn start_ork(&self, ns: &str, how: &systems::OrkRun<'_>) -> Result<Proc> {
+    pub(crate) fn start_ork(&self, ns: &str, how: &systems::OrkRun<'_>) -> Result<Proc> {
         systems::start_ork_with(
             &self.ork,
             &self.work,
@@ -623,7 +623,7 @@ impl Bench {
         })
     }
 
-    async fn wait_calls(&self, at_least: u64, limit: Duration) -> Result<Instant> {
+    pub(crate) async fn wait_calls(&self, at_least: u64, limit: Duration) -> Result<Instant> {
         let deadline = Instant::now() + limit;
         loop {
             if self.service.calls().await? >= at_least {

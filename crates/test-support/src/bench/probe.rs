@@ -98,6 +98,12 @@ impl ApiCounts {
                     .unwrap_or_default()
             };
             let (verb, resource, sub) = (label("verb"), label("resource"), label("subresource"));
+            // A server-side dry run (`ork diff`) is counted apart from the writes it rehearses.
+            let verb = if label("dry_run").is_empty() {
+                verb
+            } else {
+                format!("{verb} (dry run)")
+            };
             let resource = if sub.is_empty() {
                 resource
             } else {

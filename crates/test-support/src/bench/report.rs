@@ -25,6 +25,8 @@ pub struct Report {
     pub resync: Option<ResyncLatency>,
     /// R: restarts of ork on the converged Widgets, with none and with some edited while down.
     pub restarts: Vec<RestartCost>,
+    /// `--diff`: `ork diff` over the converged CRs beside a full pass of ork.
+    pub diff: Option<crate::diff::DiffCost>,
     pub notes: Vec<String>,
 }
 
@@ -564,6 +566,9 @@ impl Report {
                     p.observer_restarts
                 );
             }
+        }
+        if let Some(d) = &self.diff {
+            o.push_str(&d.text());
         }
         for n in &self.notes {
             let _ = writeln!(o, "note: {n}");

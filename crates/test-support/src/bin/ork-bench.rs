@@ -1,5 +1,5 @@
 //! `ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K]
-//! [--no-idle] [--no-p5]`: the same job done by four systems on the local cluster, measured in
+//! [--no-idle] [--no-p5] [--diff]`: the same job done by four systems on the local cluster, measured in
 //! one run. With `--rounds K` the systems take turns K times and the table shows each figure's
 //! median, with the ratios of every round: on a machine whose speed drifts, one round's ratio
 //! can be off by a fifth either way.
@@ -25,6 +25,8 @@
 mod admission;
 #[path = "../bench/baseline.rs"]
 mod baseline;
+#[path = "../bench/diff.rs"]
+mod diff;
 #[path = "../bench/http1.rs"]
 mod http1;
 #[path = "../bench/phase.rs"]
@@ -57,10 +59,12 @@ struct Args {
     idle: bool,
     p5: bool,
     rounds: usize,
+    /// `--diff`: `ork diff` over the converged CRs, beside a full pass of ork.
+    diff: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
-    let usage = "usage: ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K] [--no-idle] [--no-p5]";
+    let usage = "usage: ork-bench ORK_BINARY [N] [--json] [--systems baseline,baseline-spec,kopf,ork] [--rounds K] [--no-idle] [--no-p5] [--diff]";
     let mut it = args.iter();
     let ork = PathBuf::from(it.next().context(usage)?);
     let mut a = Args {
@@ -76,12 +80,14 @@ fn parse_args(args: &[String]) -> Result<Args> {
         idle: true,
         p5: true,
         rounds: 1,
+        diff: false,
     };
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--json" => a.json = true,
             "--no-idle" => a.idle = false,
             "--no-p5" => a.p5 = false,
+            "--diff" => a.diff = true,
             "--rounds" => {
                 let k = it.next().context(usage)?;
                 a.rounds =
@@ -224,6 +230,12 @@ async fn main() -> Result<()> {
                             eprintln!("ork-bench: measured {r:?}");
                             report.restarts.push(r);
                         }
+                    }
+                    if *system == System::Ork && args.diff && round == args.rounds {
+                        eprintln!("ork-bench: ork diff beside a full pass …");
+                        let d = bench.diff_cost(&ns).await?;
+                        eprintln!("ork-bench: measured {d:?}");
+                        report.diff = Some(d);
                     }
                     if *system == System::Ork && args.p5 && round == args.rounds {
                         eprintln!("ork-bench: ork P5 (edits during an onStart: call pass) …");
