@@ -85,6 +85,29 @@ impl Series {
         );
     }
 
+    /// What a publish of `key` at `now` does, decided and recorded at once: count on in its
+    /// recent series, or create the event `fresh`, which the series lives on from now.
+    fn claim(&mut self, key: u64, fresh: String, now: Instant) -> Claim {
+        match self.recent(key, now) {
+            Some(seen) => {
+                let count = seen.count + 1;
+                self.remember(key, seen.name.clone(), count, now);
+                Claim::Patch {
+                    name: seen.name,
+                    count,
+                }
+            }
+            None => {
+                self.remember(key, fresh, 1, now);
+                Claim::Create
+            }
+        }
+    }
+
+    fn forget(&mut self, key: u64) {
+        self.by_key.remove(&key);
+    }
+
     /// Forgets the oldest quarter of the series (one pass per [`MAX_SERIES`] / 4 new ones).
     fn forget_oldest(&mut self) {
         let mut by_age: Vec<(Instant, u64)> = self
@@ -98,6 +121,13 @@ impl Series {
             self.by_key.remove(key);
         }
     }
+}
+
+/// What one publish does: count on in a series, or create the event.
+#[derive(Debug, PartialEq)]
+enum Claim {
+    Patch { name: String, count: u32 },
+    Create,
 }
 
 /// Publishes events as controller `ork` (instance: the pod's name when set).
@@ -132,40 +162,37 @@ impl EventRecorder {
         let namespace = regarding.namespace.as_deref().unwrap_or("default");
         let url = K8sEvent::url_path(&(), Some(namespace));
         let now = Timestamp::now();
-        if let Some(seen) = self.recent(key) {
-            let count = seen.count + 1;
+        let object = self.object(event, regarding, namespace, now);
+        let fresh = object.metadata.name.clone().unwrap_or_default();
+        // Claimed under the lock before any await: a second publish of the same event that
+        // comes meanwhile counts on in the same series instead of starting another one (or
+        // sending the same count again).
+        let claim = self.lock().claim(key, fresh, Instant::now());
+        if let Claim::Patch { name, count } = claim {
             let patch = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
             let request = kube::core::Request::new(&url).patch(
-                &seen.name,
+                &name,
                 &PatchParams::default(),
                 &Patch::Merge(&patch),
             );
             match send(&self.client, request).await {
-                Ok(()) => {
-                    self.remember(key, seen.name, count);
-                    return Ok(());
-                }
+                Ok(()) => return Ok(()),
                 // The event object expired or was deleted: start a new one.
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    self.lock().remember(key, name, 1, Instant::now());
+                }
                 Err(e) => return Err(e),
             }
         }
-        let object = self.object(event, regarding, namespace, now);
-        let name = object.metadata.name.clone().unwrap_or_default();
         let body = serde_json::to_vec(&object).map_err(kube::Error::SerdeError)?;
         let request = kube::core::Request::new(&url).create(&PostParams::default(), body);
-        send(&self.client, request).await?;
-        self.remember(key, name, 1);
+        if let Err(e) = send(&self.client, request).await {
+            // Nothing was created: the next one starts the series.
+            self.lock().forget(key);
+            return Err(e);
+        }
         Ok(())
-    }
-
-    /// The series of `key` if it is recent.
-    fn recent(&self, key: u64) -> Option<Seen> {
-        self.lock().recent(key, Instant::now())
-    }
-
-    fn remember(&self, key: u64, name: String, count: u32) {
-        self.lock().remember(key, name, count, Instant::now());
     }
 
     fn lock(&self) -> MutexGuard<'_, Series> {
@@ -264,6 +291,36 @@ mod tests {
         );
         assert_ne!(first, key(&event("Failed", "boom"), &about("u2")));
         assert_ne!(first, key(&event("Retried", "boom"), &about("u1")));
+    }
+
+    #[test]
+    fn publishes_of_one_event_claim_one_series_and_each_its_own_count() {
+        let start = Instant::now();
+        let mut series = Series::new(start);
+        assert_eq!(series.claim(7, "web.1".into(), start), Claim::Create);
+        // Claimed before the first create landed: the second counts on in the same series.
+        assert_eq!(
+            series.claim(7, "web.2".into(), start),
+            Claim::Patch {
+                name: "web.1".into(),
+                count: 2
+            }
+        );
+        assert_eq!(
+            series.claim(7, "web.3".into(), start),
+            Claim::Patch {
+                name: "web.1".into(),
+                count: 3
+            }
+        );
+        // A create that failed is forgotten: the next one starts the series again.
+        series.forget(7);
+        assert_eq!(series.claim(7, "web.4".into(), start), Claim::Create);
+        assert_eq!(
+            series.claim(7, "web.5".into(), start + SERIES_TTL),
+            Claim::Create,
+            "an expired series is not continued"
+        );
     }
 
     #[test]
