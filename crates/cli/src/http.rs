@@ -148,7 +148,16 @@ async fn katalog(
         .collect();
     let mut body = orkestra_summary(&entries, &served);
     body["metadata"] = serde_json::json!(runtime.metadata());
-    body["entries"] = serde_json::json!(entries);
+    let mut listed = serde_json::json!(entries);
+    // Where each entry's progressive rollout stands, beside its health (SPEC §19).
+    if let Some(list) = listed.as_array_mut() {
+        for (shown, e) in list.iter_mut().zip(&entries) {
+            if let Some(Some(rollout)) = runtime.rollout(&e.name, None).await {
+                shown["rollout"] = rollout;
+            }
+        }
+    }
+    body["entries"] = listed;
     json(StatusCode::OK, &body)
 }
 

@@ -179,6 +179,12 @@ async fn a_rollout_serves_its_hashed_share_halts_on_failures_and_is_steered_by_h
         code == 0 && status["phase"] == "Progressing" && status["percent"] == 25,
         "{status}"
     );
+    let (code, katalog) = common::get_as(addr, "/katalog", &common::admin_token()?).await?;
+    let katalog: Value = serde_json::from_str(&katalog)?;
+    ensure!(
+        code == 200 && katalog["entries"][0]["rollout"]["phase"] == "Progressing",
+        "/katalog shows the rollout beside the entry's health: {katalog}"
+    );
 
     // The candidate starts failing: its CRs, edited, fail there until the rule halts it; then
     // every CR of its share is reconciled by the stable endpoint again.
