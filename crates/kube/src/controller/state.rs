@@ -404,6 +404,8 @@ impl EntryState {
     /// keys with nothing left to do, are let go.
     pub fn hand_out(&mut self, now: Instant, workers: usize) -> Vec<Work> {
         self.now = now;
+        // A step due now counts although no input came (the loop woke for its deadline).
+        self.rollout_step(now);
         let mut out = Vec::new();
         while self.schedule.in_flight() < workers {
             let Some((key, reason)) = self.schedule.next(now) else {
@@ -1064,8 +1066,11 @@ spec:
     }
 
     fn entry() -> Entry {
-        let katalog =
-            ork_katalog::load_str(KATALOG, std::path::Path::new("k.yaml")).expect("valid");
+        entry_of(KATALOG)
+    }
+
+    fn entry_of(text: &str) -> Entry {
+        let katalog = ork_katalog::load_str(text, std::path::Path::new("k.yaml")).expect("valid");
         let entry = katalog.spec.crds["webapp"].clone();
         let resource = |group: &str, kind: &str, plural: &str| ApiResource {
             group: group.into(),
@@ -1200,6 +1205,91 @@ spec:
             assert_eq!(e.due(), [("ns/a".to_string(), Reason::Create)]);
             e
         }
+    }
+
+    /// SPEC §19: the rollout lives in the entry's state. A step that falls due while no input
+    /// comes is taken when the loop wakes for it (its deadline), routes exactly the CRs it
+    /// moves to the candidate and queues them with reason `rollout`; failures the candidate
+    /// serves past the halt rule send every CR back, queued again.
+    #[test]
+    fn a_rollout_step_due_without_an_input_moves_its_crs_and_a_halt_moves_them_back() {
+        let text = KATALOG.replace(
+            "            managedResources:",
+            "            rollout: {endpoint: \"http://127.0.0.1:2/r\", percent: 0, steps: [60], interval: 10s, halt: {minReconciles: 2, maxFailureRate: 0.5}}\n            managedResources:",
+        );
+        assert!(text.contains("rollout:"), "the fixture has a rollout");
+        let mut e = entry_of(&text);
+        let start = Instant::now();
+        for i in 0..10 {
+            e.cr(watcher::Event::Apply(cr(&format!("c{i}"), 1)));
+        }
+        e.state.hand_out(start, 0);
+        let first = e.due();
+        assert_eq!(first.len(), 10, "every CR reconciled once: {first:?}");
+        let deadline = e.state.next_deadline().expect("the step's deadline");
+        assert!(
+            deadline > start && deadline <= Instant::now() + Duration::from_secs(10),
+            "the step is due 10 s after the entry's first input: {deadline:?}"
+        );
+        assert!(
+            e.state
+                .hand_out(deadline - Duration::from_millis(1), 10)
+                .is_empty(),
+            "not before"
+        );
+        // The loop wakes at the deadline with no input and hands out.
+        let work = e.state.hand_out(deadline, 10);
+        let mut moved: Vec<&str> = work.iter().map(|w| w.key.as_str()).collect();
+        moved.sort_unstable();
+        let mut share: Vec<String> = (0..10)
+            .map(|i| format!("ns/c{i}"))
+            .filter(|k| crate::controller::rollout::bucket(k) < 60)
+            .collect();
+        share.sort_unstable();
+        assert!(
+            share.len() >= 2,
+            "the fixture's share holds two CRs to fail: {share:?}"
+        );
+        assert_eq!(moved, share, "exactly the CRs the step moves");
+        assert!(
+            work.iter()
+                .all(|w| w.reason == Reason::Rollout && w.route == Route::Candidate),
+            "{:?}",
+            work.iter()
+                .map(|w| (&w.key, w.reason, w.route))
+                .collect::<Vec<_>>()
+        );
+        // Two of them fail at the candidate: the rule halts it, every CR goes back.
+        for w in work.iter().take(2) {
+            let finished = Finished {
+                key: w.key.clone(),
+                reason: w.reason,
+                swept: None,
+                done: Some(Done::early(
+                    Err(ReconcileError::ServiceReported("broke".into())),
+                    Default::default(),
+                )),
+                attempt: 1,
+                took: Duration::ZERO,
+                error: Some("broke".into()),
+                route: Route::Candidate,
+            };
+            e.state.handle(
+                Input::Finished(Box::new(finished)),
+                deadline + Duration::from_secs(1),
+            );
+        }
+        let (reply, shown) = oneshot::channel();
+        e.state.handle(
+            Input::Rollout {
+                command: None,
+                reply,
+            },
+            deadline + Duration::from_secs(1),
+        );
+        let shown = shown.blocking_recv().ok().flatten().expect("the rollout");
+        assert_eq!(shown["phase"], "Halted", "{shown}");
+        assert_eq!(e.state.route("ns/c0"), Route::Stable);
     }
 
     #[test]
