@@ -204,6 +204,22 @@ async fn a_candidate_changing_half_the_crs_shows_those_with_their_field_and_writ
             (versions(&parts).await.ok()?.len() == 20).then_some(())
         })
         .await?;
+        // The lane writes each CR's record (its metrics annotation) after the burst: stopped
+        // only once all 20 carry it, so no write of ork's is still on its way to the API
+        // server when the versions are read.
+        wait_for("every DiffApp's record written", WAIT, || async {
+            let list = apps.list(&ListParams::default()).await.ok()?;
+            (list.items.len() == 20
+                && list.items.iter().all(|o| {
+                    o.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get("orkestra.orkspace.io/metrics"))
+                        .is_some_and(|m| m.contains("seal"))
+                }))
+            .then_some(())
+        })
+        .await?;
         // Stopped before the counts are read: every write to the group from now on is the
         // diff's. (The other test diffs beside a running `ork run`.)
         drop(ork);
