@@ -46,18 +46,22 @@ async fn create_applies_owned_children_once_and_an_edit_calls_once_more() -> Res
     Api::<Service>::namespaced(client.clone(), &ns.name)
         .get("web")
         .await?;
-    let cr = api.get("web").await?;
+    // The status comes with the reconcile; the annotations after it, on the lane (SPEC §10):
+    // waited for, not expected at the same instant.
+    let cr = wait_for("the health annotation written", WAIT, || async {
+        let cr = api.get("web").await.ok()?;
+        cr.metadata
+            .annotations
+            .as_ref()?
+            .contains_key("orkestra.orkspace.io/health")
+            .then_some(cr)
+    })
+    .await?;
     assert_eq!(cr.data["status"]["phase"], "Ready");
     assert_eq!(cr.data["status"]["observedGeneration"], 1);
     // Who wrote the status and annotations reads "ork" in managedFields, not "unknown".
     let managers = field_managers(&cr.metadata);
     assert!(managers.contains(&"ork".to_string()), "{managers:?}");
-    assert!(
-        cr.metadata
-            .annotations
-            .unwrap_or_default()
-            .contains_key("orkestra.orkspace.io/health")
-    );
 
     // Left alone, ork's own writes (status, annotations, children) cause no further call.
     tokio::time::sleep(Duration::from_secs(3)).await;
