@@ -149,10 +149,12 @@ async fn katalog(
     let mut body = orkestra_summary(&entries, &served);
     body["metadata"] = serde_json::json!(runtime.metadata());
     let mut listed = serde_json::json!(entries);
-    // Where each entry's progressive rollout stands, beside its health (SPEC §19).
+    // Where each entry's progressive rollout stands, beside its health (SPEC §19): only the
+    // loops of entries that have one are asked.
     if let Some(list) = listed.as_array_mut() {
         for (shown, e) in list.iter_mut().zip(&entries) {
-            if let Some(Some(rollout)) = runtime.rollout(&e.name, None).await {
+            let rolls_out = served.iter().any(|(n, c)| *n == e.name && has_rollout(c));
+            if rolls_out && let Some(Some(rollout)) = runtime.rollout(&e.name, None).await {
                 shown["rollout"] = rollout;
             }
         }
@@ -261,11 +263,22 @@ async fn entry_report(
     let (Some(config), Some(report)) = (runtime.config(&entry), runtime.entry(&entry)) else {
         return no_entry(&entry);
     };
+    let rolls_out = has_rollout(&config);
     let mut body = serde_json::json!({"name": entry, "config": config, "stats": report});
-    if let Some(Some(rollout)) = runtime.rollout(&entry, None).await {
+    if rolls_out && let Some(Some(rollout)) = runtime.rollout(&entry, None).await {
         body["rollout"] = rollout;
     }
     json(StatusCode::OK, &body)
+}
+
+/// Whether the entry has a progressive rollout (`remote.rollout`).
+fn has_rollout(config: &ork_katalog::CrdEntry) -> bool {
+    config
+        .operator_box
+        .reconcile
+        .remote
+        .as_ref()
+        .is_some_and(|r| r.rollout.is_some())
 }
 
 /// The entry's rollout as it stands (SPEC §19), for a caller who may read the entry.
@@ -289,17 +302,12 @@ async fn rollout_command(
     headers: HeaderMap,
     Path((entry, action)): Path<(String, String)>,
 ) -> Response {
-    let command = match action.as_str() {
-        "promote" => ork_kube::RolloutCommand::Promote,
-        "abort" => ork_kube::RolloutCommand::Abort,
-        "resume" => ork_kube::RolloutCommand::Resume,
-        other => {
-            return (
-                StatusCode::NOT_FOUND,
-                format!("{other:?} is not a rollout command (promote, abort, resume)\n"),
-            )
-                .into_response();
-        }
+    let Some(command) = ork_kube::RolloutCommand::named(&action) else {
+        return (
+            StatusCode::NOT_FOUND,
+            format!("{action:?} is not a rollout command (promote, abort, resume)\n"),
+        )
+            .into_response();
     };
     let Some(checks) = crate::guard::entry_checks(&runtime, &entry) else {
         return guard.unknown(peer, &headers, no_entry(&entry)).await;

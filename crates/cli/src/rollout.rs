@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use ork_kube::RolloutCommand;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,12 +78,14 @@ async fn ask(args: &RolloutArgs) -> Result<Value> {
     };
     let ork = crate::inspector_client::Ork::new("ork rollout", server, token)?;
     let entry = ork_protocol::text::percent_encode(&args.entry);
-    match args.action {
-        Action::Status => ork.get(&format!("/katalog/{entry}/rollout")).await,
-        Action::Promote => ork.post(&format!("/katalog/{entry}/rollout/promote")).await,
-        Action::Abort => ork.post(&format!("/katalog/{entry}/rollout/abort")).await,
-        Action::Resume => ork.post(&format!("/katalog/{entry}/rollout/resume")).await,
-    }
+    let command = match args.action {
+        Action::Status => return ork.get(&format!("/katalog/{entry}/rollout")).await,
+        Action::Promote => RolloutCommand::Promote,
+        Action::Abort => RolloutCommand::Abort,
+        Action::Resume => RolloutCommand::Resume,
+    };
+    ork.post(&format!("/katalog/{entry}/rollout/{}", command.name()))
+        .await
 }
 
 /// The rollout as a few lines.

@@ -34,6 +34,28 @@ pub enum RolloutCommand {
     Resume,
 }
 
+impl RolloutCommand {
+    /// Every command, by the name `ork rollout` and the inspector's path give it.
+    pub const ALL: [RolloutCommand; 3] = [
+        RolloutCommand::Promote,
+        RolloutCommand::Abort,
+        RolloutCommand::Resume,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RolloutCommand::Promote => "promote",
+            RolloutCommand::Abort => "abort",
+            RolloutCommand::Resume => "resume",
+        }
+    }
+
+    /// The command called `name`.
+    pub fn named(name: &str) -> Option<RolloutCommand> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
 pub(crate) trait EntryHandle: Send + Sync {
     /// Queue depth and reconciles in flight.
     fn load(&self) -> (usize, usize);

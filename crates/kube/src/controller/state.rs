@@ -869,9 +869,14 @@ impl EntryState {
         self.process
             .metrics
             .rollout_percent(&self.ctx.name, change.phase.as_str(), change.to);
+        // One pass over the CRs: each that moved is queued and remembered for its event.
         let moves = |k: &str| change.moves(super::rollout::bucket(k));
-        self.rollout_moved.extend(self.index.keys_where(moves));
-        self.enqueue_where(Reason::Rollout, moves);
+        let moved = self.index.keys_where(moves);
+        for k in &moved {
+            self.schedule.add(k.clone(), Reason::Rollout);
+        }
+        self.enqueue_sweeps_where(moves);
+        self.rollout_moved.extend(moved);
     }
 
     /// A reconcile served by `route` ended: the rollout counts it (and may halt), and the first

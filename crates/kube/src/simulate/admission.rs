@@ -10,9 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::world::{SimulateError, SimulateOptions};
 use crate::admission::{Admitter, Phase, apply_patch};
-use crate::auth::{CredentialSource, TransportSource};
 use crate::entry::{EntryContext, EntryError};
-use crate::ports::for_remote;
 
 /// A write of a CR, as the API server describes it to a webhook.
 #[derive(Debug, Clone)]
@@ -86,14 +84,14 @@ impl OfflineAdmission {
             timeout: admission.timeout.0,
         };
         let remote = EntryContext::hook_remote(remote, &hook).map_err(fail)?;
-        let http = HttpTransport::new()?;
-        let credential =
-            CredentialSource::offline(remote.auth.as_ref(), &options.secrets, "default")
-                .map_err(|e| fail(EntryError::Credential(e)))?;
-        let tls = TransportSource::offline(&http, remote.tls.as_ref())
-            .map_err(|e| fail(EntryError::Tls(e)))?;
-        let transport = for_remote(&remote, &options.katalog_dir, credential, tls)
-            .map_err(|e| fail(e.into()))?;
+        let ork_namespace = std::env::var("ORK_NAMESPACE").unwrap_or_default();
+        let transport = super::world::offline_transport(
+            &remote,
+            options,
+            &HttpTransport::new()?,
+            &ork_namespace,
+        )
+        .map_err(fail)?;
         Ok(Some(OfflineAdmission {
             admitter: Admitter {
                 entry: entry.to_string(),

@@ -211,18 +211,8 @@ pub(crate) fn build_entries(
         let tapped: Box<dyn Transport> = match (&options.record, &options.replay) {
             (None, Some(dir)) => Box::new(Tap::replay(dir.clone())),
             (record, _) => {
-                let secret_ns = if ork_namespace.is_empty() {
-                    "default"
-                } else {
-                    &ork_namespace
-                };
-                let credential =
-                    CredentialSource::offline(remote.auth.as_ref(), &options.secrets, secret_ns)
-                        .map_err(|e| fail(EntryError::Credential(e)))?;
-                let tls = TransportSource::offline(&http, remote.tls.as_ref())
-                    .map_err(|e| fail(EntryError::Tls(e)))?;
-                let base = for_remote(&remote, &options.katalog_dir, credential, tls)
-                    .map_err(|e| fail(e.into()))?;
+                let base =
+                    offline_transport(&remote, options, &http, &ork_namespace).map_err(fail)?;
                 match record {
                     Some(dir) => Box::new(Tap::record(dir.clone(), base).map_err(|error| {
                         SimulateError::Record {
@@ -423,6 +413,26 @@ pub(crate) fn place_child(
             "no entry of the Katalog manages {kind} ({api_version}): a given object must be of a managed type"
         )))
     }
+}
+
+/// The transport of `remote` without a cluster: its credential from the offline Secrets (one
+/// that is missing is named in `ork_namespace`, else `default`, as `ork run` would read it),
+/// inline TLS material only.
+pub(crate) fn offline_transport(
+    remote: &ork_katalog::Remote,
+    options: &SimulateOptions,
+    http: &HttpTransport,
+    ork_namespace: &str,
+) -> Result<Box<dyn Transport>, EntryError> {
+    let secret_ns = if ork_namespace.is_empty() {
+        "default"
+    } else {
+        ork_namespace
+    };
+    let credential = CredentialSource::offline(remote.auth.as_ref(), &options.secrets, secret_ns)
+        .map_err(EntryError::Credential)?;
+    let tls = TransportSource::offline(http, remote.tls.as_ref()).map_err(EntryError::Tls)?;
+    Ok(for_remote(remote, &options.katalog_dir, credential, tls)?)
 }
 
 /// A Metacontroller controller's finalize and customize hooks, called as `ork run` calls them
